@@ -1,0 +1,176 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// fileVersion is written into every file so that a later format can tell.
+const fileVersion = 1
+
+// File is the embedded store for a single instance: one JSON file per stream
+// in a directory, replaced atomically on every save (write a temporary file,
+// fsync it, rename it over the old one, fsync the directory), so that a crash
+// at any moment leaves the last saved state readable. Each stream file is
+// locked while the store is open, so two processes cannot share one.
+type File struct {
+	dir string
+
+	mu    sync.Mutex
+	locks map[string]*os.File // stream file path -> its open lock file
+}
+
+// OpenFile opens (creating if needed) the directory dir as a store.
+func OpenFile(dir string) (*File, error) {
+	if dir == "" {
+		return nil, errors.New("checkpoint directory is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint directory %q cannot be created: %w", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint directory %q is not writable: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return &File{dir: dir, locks: map[string]*os.File{}}, nil
+}
+
+// Path returns the file that holds a stream's checkpoints.
+func (f *File) Path(streamARN string) string {
+	return filepath.Join(f.dir, fileName(streamARN))
+}
+
+// fileName turns a stream ARN (arn:aws:kinesis:us-east-1:123:stream/orders)
+// into a file name (us-east-1.123.orders.json); anything that is not a
+// portable file name character becomes '_'.
+func fileName(streamARN string) string {
+	name := streamARN
+	if parts := strings.SplitN(streamARN, ":", 6); len(parts) == 6 {
+		name = parts[3] + "." + parts[4] + "." + strings.TrimPrefix(parts[5], "stream/")
+	}
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String() + ".json"
+}
+
+// Load implements Store. It takes the stream's lock on first use.
+func (f *File) Load(_ context.Context, streamARN string) (Stream, error) {
+	path := f.Path(streamARN)
+	if err := f.lock(path); err != nil {
+		return Stream{}, err
+	}
+	empty := Stream{ARN: streamARN, Shards: map[string]Checkpoint{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return empty, nil
+	}
+	if err != nil {
+		return Stream{}, fmt.Errorf("reading checkpoint file %q: %w", path, err)
+	}
+	var doc fileDoc
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return Stream{}, fmt.Errorf("checkpoint file %q is not a valid checkpoint file (%v): restore it, or delete it to start again from start_from", path, err)
+	}
+	if doc.Version != fileVersion {
+		return Stream{}, fmt.Errorf("checkpoint file %q has format version %d, this build reads version %d", path, doc.Version, fileVersion)
+	}
+	if doc.ARN != streamARN {
+		return Stream{}, fmt.Errorf("checkpoint file %q belongs to stream %s, not %s", path, doc.ARN, streamARN)
+	}
+	if doc.Shards == nil {
+		doc.Shards = map[string]Checkpoint{}
+	}
+	return doc.Stream, nil
+}
+
+type fileDoc struct {
+	Version int `json:"version"`
+	Stream
+}
+
+// Save implements Store.
+func (f *File) Save(_ context.Context, s Stream) error {
+	path := f.Path(s.ARN)
+	if err := f.lock(path); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(fileDoc{Version: fileVersion, Stream: s}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(path, append(data, '\n')); err != nil {
+		return fmt.Errorf("saving checkpoints to %q: %w", path, err)
+	}
+	return nil
+}
+
+// writeAtomic replaces path with data so that a crash leaves either the old
+// or the new content, never a mix.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// Close implements Store: it releases every lock.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for path, l := range f.locks {
+		errs = append(errs, unlockFile(l))
+		delete(f.locks, path)
+	}
+	return errors.Join(errs...)
+}
+
+func (f *File) lock(path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.locks[path]; ok {
+		return nil
+	}
+	l, err := lockFile(path + ".lock")
+	if err != nil {
+		return err
+	}
+	f.locks[path] = l
+	return nil
+}

@@ -1,0 +1,198 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const testARN = "arn:aws:kinesis:us-east-1:000000000000:stream/orders"
+
+func TestFileRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Load(ctx, testARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Shards) != 0 || !s.Created.IsZero() {
+		t.Fatalf("new stream not empty: %+v", s)
+	}
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	s.Created = ts
+	s.Shards["shardId-000000000000"] = Checkpoint{
+		Start:    Start{Kind: "AT_TIMESTAMP", Timestamp: &ts},
+		Position: &Position{Sequence: "4959", SubSequence: 3, Partial: true},
+	}
+	s.Shards["shardId-000000000001"] = Checkpoint{Start: Start{Kind: "TRIM_HORIZON"}, Ended: true}
+	if err := f.Save(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	f2, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	got, err := f2.Load(ctx, testARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Created.Equal(ts) || len(got.Shards) != 2 {
+		t.Fatalf("loaded %+v", got)
+	}
+	cp := got.Shards["shardId-000000000000"]
+	if cp.Position == nil || *cp.Position != (Position{Sequence: "4959", SubSequence: 3, Partial: true}) || !cp.Start.Timestamp.Equal(ts) {
+		t.Fatalf("shard 0 loaded as %+v", cp)
+	}
+	if !got.Shards["shardId-000000000001"].Ended {
+		t.Fatal("shard 1 lost its end")
+	}
+	if filepath.Base(f2.Path(testARN)) != "us-east-1.000000000000.orders.json" {
+		t.Fatalf("file name %s", f2.Path(testARN))
+	}
+}
+
+func TestFileLockRefusesSecondUser(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Load(context.Background(), testARN); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Load(context.Background(), testARN)
+	if err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("second store got %v, want a lock error", err)
+	}
+	a.Close()
+	if _, err := b.Load(context.Background(), testARN); err != nil {
+		t.Fatalf("after the first store closed: %v", err)
+	}
+	b.Close()
+}
+
+func TestFileRejectsCorruptFile(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := OpenFile(dir)
+	defer f.Close()
+	if err := os.WriteFile(f.Path(testARN), []byte(`{"version":1,"stream_arn":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Load(context.Background(), testARN)
+	if err == nil || !strings.Contains(err.Error(), "not a valid checkpoint file") || !strings.Contains(err.Error(), f.Path(testARN)) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestOpenFileUnwritableDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root ignores permission bits; use a path under a regular file instead.
+		file := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(file, nil, 0o644)
+		_, err := OpenFile(filepath.Join(file, "sub"))
+		if err == nil || !strings.Contains(err.Error(), "cannot be created") {
+			t.Fatalf("got %v", err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o500)
+	defer os.Chmod(dir, 0o700)
+	_, err := OpenFile(dir)
+	if err == nil || !strings.Contains(err.Error(), "not writable") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestFileSurvivesSIGKILL saves in a loop in a child process and kills it at
+// varying moments: the file must always load, and hold one of the states that
+// the child saved (a counter that only grows).
+func TestFileSurvivesSIGKILL(t *testing.T) {
+	if dir := os.Getenv("CHECKPOINT_KILL_CHILD_DIR"); dir != "" {
+		saveForever(dir)
+		return
+	}
+	dir := t.TempDir()
+	last := -1
+	for round := range 12 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFileSurvivesSIGKILL$")
+		cmd.Env = append(os.Environ(), "CHECKPOINT_KILL_CHILD_DIR="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(30+round*17) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+
+		f, err := OpenFile(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.Load(context.Background(), testARN)
+		f.Close()
+		if err != nil {
+			t.Fatalf("round %d: after SIGKILL the file does not load: %v", round, err)
+		}
+		cp, ok := s.Shards["shardId-000000000000"]
+		if !ok || cp.Position == nil {
+			continue // killed before the first save
+		}
+		n, err := strconv.Atoi(cp.Position.Sequence)
+		if err != nil || n < last {
+			t.Fatalf("round %d: position went from %d to %q", round, last, cp.Position.Sequence)
+		}
+		last = n
+	}
+	if last < 0 {
+		t.Fatal("the child never saved")
+	}
+}
+
+func saveForever(dir string) {
+	f, err := OpenFile(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	s, err := f.Load(context.Background(), testARN)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	n := 0
+	if cp, ok := s.Shards["shardId-000000000000"]; ok && cp.Position != nil {
+		n, _ = strconv.Atoi(cp.Position.Sequence)
+	}
+	for {
+		n++
+		// Pad the shards map so each save is a few kilobytes.
+		for i := range 50 {
+			s.Shards[fmt.Sprintf("shardId-%012d", i+1)] = Checkpoint{Start: Start{Kind: "TRIM_HORIZON"}, Position: &Position{Sequence: strconv.Itoa(n * i)}}
+		}
+		s.Shards["shardId-000000000000"] = Checkpoint{Start: Start{Kind: "TRIM_HORIZON"}, Position: &Position{Sequence: strconv.Itoa(n)}}
+		if err := f.Save(context.Background(), s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+}

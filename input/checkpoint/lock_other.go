@@ -1,0 +1,13 @@
+//go:build !unix
+
+package checkpoint
+
+import "os"
+
+// lockFile is a no-op where flock is not available: the single-instance rule
+// of the local store is then the user's to keep.
+func lockFile(path string) (*os.File, error) { return nil, nil }
+
+func unlockFile(*os.File) error { return nil }
+
+func syncDir(string) error { return nil }

@@ -1,0 +1,248 @@
+package input
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/polling"
+)
+
+// config is the parsed and validated configuration of the input.
+type config struct {
+	Streams  []streamRef
+	Region   string
+	Endpoint string
+	Creds    credentials
+
+	Reader         string
+	StartFrom      string
+	StartTimestamp time.Time
+
+	PollingInterval time.Duration
+	PollingLimit    int32
+
+	CheckpointDir   string
+	CheckpointLimit int
+	CommitPeriod    time.Duration
+
+	Deaggregate       bool
+	DiscoveryInterval time.Duration
+	Batching          service.BatchPolicy
+}
+
+type credentials struct {
+	Profile, ID, Secret, Token, Role, RoleExternalID string
+}
+
+// streamRef is a stream as the user named it: by name, or by ARN.
+type streamRef struct {
+	Name string // always set
+	ARN  string // set when the user gave an ARN
+}
+
+func (s streamRef) String() string {
+	if s.ARN != "" {
+		return s.ARN
+	}
+	return s.Name
+}
+
+// fieldError names the field, the value and what was expected.
+func fieldError(field string, value any, expected string, args ...any) error {
+	return fmt.Errorf("field %s: %q: %s", field, fmt.Sprint(value), fmt.Sprintf(expected, args...))
+}
+
+var (
+	streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+	streamARNRE  = regexp.MustCompile(`^arn:(aws[a-zA-Z-]*):kinesis:([a-z0-9-]+):([0-9]{12}):stream/([a-zA-Z0-9_.-]{1,128})$`)
+)
+
+// parseStreamRef accepts a stream name or a stream ARN.
+func parseStreamRef(s string) (streamRef, string, error) {
+	if strings.HasPrefix(s, "arn:") {
+		m := streamARNRE.FindStringSubmatch(s)
+		if m == nil {
+			return streamRef{}, "", fieldError(fStreams, s, "not a Kinesis stream ARN; expected arn:aws:kinesis:<region>:<12-digit account>:stream/<name>")
+		}
+		return streamRef{Name: m[4], ARN: s}, m[2], nil
+	}
+	if !streamNameRE.MatchString(s) {
+		return streamRef{}, "", fieldError(fStreams, s, "not a stream name (1 to 128 of a-z A-Z 0-9 _ . -) or a stream ARN")
+	}
+	return streamRef{Name: s}, "", nil
+}
+
+func parseConfig(pc *service.ParsedConfig) (config, error) {
+	var c config
+	var err error
+	rawStreams, err := pc.FieldStringList(fStreams)
+	if err != nil {
+		return c, err
+	}
+	if len(rawStreams) == 0 {
+		return c, fmt.Errorf("field %s: at least one stream name or ARN is required", fStreams)
+	}
+	if c.Region, err = pc.FieldString(fRegion); err != nil {
+		return c, err
+	}
+	seen := map[string]bool{}
+	arnRegion := ""
+	for _, raw := range rawStreams {
+		ref, region, err := parseStreamRef(strings.TrimSpace(raw))
+		if err != nil {
+			return c, err
+		}
+		if seen[ref.Name] {
+			return c, fieldError(fStreams, raw, "stream %s is listed twice", ref.Name)
+		}
+		seen[ref.Name] = true
+		if region != "" {
+			if c.Region != "" && region != c.Region {
+				return c, fieldError(fStreams, raw, "the ARN is in region %s but region is %s; one input reads one region", region, c.Region)
+			}
+			if arnRegion != "" && region != arnRegion {
+				return c, fieldError(fStreams, raw, "the ARN is in region %s but another stream is in %s; one input reads one region", region, arnRegion)
+			}
+			arnRegion = region
+		}
+		c.Streams = append(c.Streams, ref)
+	}
+	if c.Region == "" {
+		c.Region = arnRegion
+	}
+
+	if c.Endpoint, err = pc.FieldString(fEndpoint); err != nil {
+		return c, err
+	}
+	if c.Endpoint != "" {
+		u, perr := url.Parse(c.Endpoint)
+		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fieldError(fEndpoint, c.Endpoint, "expected a URL such as http://127.0.0.1:4568 or https://kinesis.us-east-1.amazonaws.com")
+		}
+	}
+	if c.Creds, err = parseCredentials(pc.Namespace(fCredentials)); err != nil {
+		return c, err
+	}
+
+	if c.Reader, err = pc.FieldString(fReader); err != nil {
+		return c, err
+	}
+	switch c.Reader {
+	case readerPolling:
+	case readerEFO:
+		return c, fieldError(fReader, c.Reader, "Enhanced Fan-Out is not available in this build yet; use reader: polling")
+	default:
+		return c, fieldError(fReader, c.Reader, "unknown reader; expected efo or polling")
+	}
+
+	if c.StartFrom, err = pc.FieldString(fStartFrom); err != nil {
+		return c, err
+	}
+	ts, err := pc.FieldString(fStartTimestamp)
+	if err != nil {
+		return c, err
+	}
+	switch c.StartFrom {
+	case startLatest, startTrimHorizon:
+		if ts != "" {
+			return c, fieldError(fStartTimestamp, ts, "is set but start_from is %s; set start_from: at_timestamp to use it", c.StartFrom)
+		}
+	case startAtTimestamp:
+		if ts == "" {
+			return c, fmt.Errorf("field %s: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z", fStartTimestamp)
+		}
+		if c.StartTimestamp, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+			return c, fieldError(fStartTimestamp, ts, "not an RFC 3339 time; expected e.g. 2024-05-01T00:00:00Z")
+		}
+	default:
+		return c, fieldError(fStartFrom, c.StartFrom, "unknown start; expected latest, trim_horizon or at_timestamp")
+	}
+
+	pol := pc.Namespace(fPolling)
+	if c.PollingInterval, err = pol.FieldDuration(fPollingInterval); err != nil {
+		return c, err
+	}
+	if c.PollingInterval < polling.MinInterval {
+		return c, fieldError(fPolling+"."+fPollingInterval, c.PollingInterval, "must be at least %v: Kinesis allows 5 GetRecords calls per second per shard", polling.MinInterval)
+	}
+	limit, err := pol.FieldInt(fPollingLimit)
+	if err != nil {
+		return c, err
+	}
+	if limit < 1 || limit > 10000 {
+		return c, fieldError(fPolling+"."+fPollingLimit, limit, "expected 1 to 10000 records per GetRecords call")
+	}
+	c.PollingLimit = int32(limit)
+
+	cp := pc.Namespace(fCheckpoint)
+	if c.CheckpointDir, err = cp.FieldString(fCheckpointDir); err != nil {
+		return c, err
+	}
+	if c.CheckpointDir == "" {
+		c.CheckpointDir = defaultCheckpointDir
+	}
+	if c.CheckpointLimit, err = cp.FieldInt(fCheckpointLimit); err != nil {
+		return c, err
+	}
+	if c.CheckpointLimit < 1 {
+		return c, fieldError(fCheckpoint+"."+fCheckpointLimit, c.CheckpointLimit, "expected at least 1 unacknowledged record per shard")
+	}
+	if c.CommitPeriod, err = cp.FieldDuration(fCheckpointCommitPeriod); err != nil {
+		return c, err
+	}
+	if c.CommitPeriod <= 0 {
+		return c, fieldError(fCheckpoint+"."+fCheckpointCommitPeriod, c.CommitPeriod, "expected a positive duration, e.g. 1s")
+	}
+
+	if c.Deaggregate, err = pc.FieldBool(fDeaggregate); err != nil {
+		return c, err
+	}
+	if c.DiscoveryInterval, err = pc.FieldDuration(fShardDiscoveryInterval); err != nil {
+		return c, err
+	}
+	if c.DiscoveryInterval < time.Second {
+		return c, fieldError(fShardDiscoveryInterval, c.DiscoveryInterval, "expected at least 1s")
+	}
+	if c.Batching, err = pc.FieldBatchPolicy(fBatching); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func parseCredentials(pc *service.ParsedConfig) (credentials, error) {
+	var c credentials
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{
+		{fCredProfile, &c.Profile}, {fCredID, &c.ID}, {fCredSecret, &c.Secret}, {fCredToken, &c.Token},
+		{fCredRole, &c.Role}, {fCredRoleExternalID, &c.RoleExternalID},
+	} {
+		v, err := pc.FieldString(f.name)
+		if err != nil {
+			return c, err
+		}
+		*f.dst = v
+	}
+	if (c.ID == "") != (c.Secret == "") {
+		return c, fmt.Errorf("field %s: %s and %s go together: set both or neither", fCredentials, fCredID, fCredSecret)
+	}
+	if c.Token != "" && c.ID == "" {
+		return c, fmt.Errorf("field %s.%s: a session token needs %s and %s", fCredentials, fCredToken, fCredID, fCredSecret)
+	}
+	if c.Profile != "" && c.ID != "" {
+		return c, fmt.Errorf("field %s: set either %s or static %s/%s, not both", fCredentials, fCredProfile, fCredID, fCredSecret)
+	}
+	if c.RoleExternalID != "" && c.Role == "" {
+		return c, fmt.Errorf("field %s.%s: an external id needs %s", fCredentials, fCredRoleExternalID, fCredRole)
+	}
+	if c.Role != "" && !strings.HasPrefix(c.Role, "arn:") {
+		return c, fieldError(fCredentials+"."+fCredRole, c.Role, "expected a role ARN, e.g. arn:aws:iam::123456789012:role/reader")
+	}
+	return c, nil
+}

@@ -1,0 +1,92 @@
+package input
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// newTestInput goes through the real config path: the spec parses the YAML,
+// then the constructor validates it.
+func newTestInput(t *testing.T, yaml string) (*kinesisInput, error) {
+	t.Helper()
+	pc, err := Spec().ParseYAML(yaml, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newInput(pc, service.MockResources())
+}
+
+func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown reader", "streams: [a]\nreader: kafka", []string{"field reader", `"kafka"`, "expected efo or polling"}},
+		{"at_timestamp without timestamp", "streams: [a]\nstart_from: at_timestamp", []string{"field start_timestamp", "at_timestamp needs an RFC 3339"}},
+		{"malformed timestamp", "streams: [a]\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "not an RFC 3339 time"}},
+		{"timestamp without at_timestamp", "streams: [a]\nstart_timestamp: 2024-01-01T00:00:00Z", []string{"field start_timestamp", "start_from is latest"}},
+		{"unknown start", "streams: [a]\nstart_from: earliest", []string{"field start_from", `"earliest"`, "latest, trim_horizon or at_timestamp"}},
+		{"no streams", "streams: []", []string{"field streams", "at least one"}},
+		{"bad stream name", "streams: ['my stream']", []string{"field streams", `"my stream"`}},
+		{"bad ARN", "streams: ['arn:aws:kinesis:us-east-1:12:stream/x']", []string{"field streams", "not a Kinesis stream ARN"}},
+		{"two regions", "streams: ['arn:aws:kinesis:us-east-1:123456789012:stream/a', 'arn:aws:kinesis:eu-west-1:123456789012:stream/b']", []string{"field streams", "eu-west-1", "us-east-1"}},
+		{"duplicate stream", "streams: [a, a]", []string{"field streams", "listed twice"}},
+		{"polling too fast", "streams: [a]\npolling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
+		{"polling limit", "streams: [a]\npolling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
+		{"checkpoint limit", "streams: [a]\ncheckpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
+		{"bad endpoint", "streams: [a]\nendpoint: localhost:4568", []string{"field endpoint", `"localhost:4568"`, "expected a URL"}},
+		{"secret without id", "streams: [a]\ncredentials: {secret: x}", []string{"field credentials", "id and secret go together"}},
+		{"bad role", "streams: [a]\ncredentials: {role: reader}", []string{"field credentials.role", `"reader"`, "role ARN"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := newTestInput(t, c.yaml)
+			if err == nil {
+				t.Fatalf("no error for %q", c.yaml)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	in, err := newTestInput(t, "streams: [orders, 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks']")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := in.conf
+	if c.Region != "eu-west-1" {
+		t.Errorf("region %q, want the ARN's eu-west-1", c.Region)
+	}
+	if c.CheckpointDir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate {
+		t.Errorf("defaults: %+v", c)
+	}
+	if len(c.Streams) != 2 || c.Streams[1].Name != "clicks" || c.Streams[1].ARN == "" {
+		t.Errorf("streams: %+v", c.Streams)
+	}
+}
+
+func TestLintRules(t *testing.T) {
+	env := service.NewEnvironment()
+	cases := map[string]string{
+		"streams: [a]\nstart_from: at_timestamp":              "start_from at_timestamp needs",
+		"streams: [a]\nstart_timestamp: 2024-01-01T00:00:00Z": "start_from is latest",
+	}
+	for yaml, want := range cases {
+		sb := env.NewStreamBuilder()
+		err := sb.SetYAML("input:\n  aws_kinesis_streams:\n" + indent(yaml) + "\noutput:\n  stdout: {}\n")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("lint of %q: got %v, want %q", yaml, err, want)
+		}
+	}
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}

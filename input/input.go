@@ -1,0 +1,246 @@
+// Package input is the aws_kinesis_streams Benthos input: configuration, shard
+// discovery, one reader per shard, acknowledgement tracking and checkpoints.
+// It owns all policy; the record publishers (polling, efo) only read.
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/polling"
+)
+
+// delivery is one Benthos batch on its way from a shard reader to ReadBatch.
+type delivery struct {
+	batch service.MessageBatch
+	ack   service.AckFunc
+}
+
+// kinesisInput implements service.BatchInput.
+type kinesisInput struct {
+	conf    config
+	log     *service.Logger
+	res     *service.Resources
+	metrics *metrics
+
+	// httpClient replaces the SDK's HTTP client when set (tests).
+	httpClient *http.Client
+
+	// ctx lives from the first Connect until Close; every goroutine of the
+	// input is counted in wg and ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	out chan delivery
+
+	connMu    sync.Mutex
+	connected bool
+	store     checkpoint.Store
+	streams   []*streamReader
+}
+
+func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, error) {
+	conf, err := parseConfig(pc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &kinesisInput{
+		conf:    conf,
+		log:     res.Logger(),
+		res:     res,
+		metrics: newMetrics(res.Metrics()),
+		ctx:     ctx,
+		cancel:  cancel,
+		out:     make(chan delivery),
+	}, nil
+}
+
+// Connect checks that every stream exists, opens the checkpoint store and
+// starts reading. Errors name the stream, the endpoint and what to do; Benthos
+// retries Connect with backoff.
+func (in *kinesisInput) Connect(ctx context.Context) error {
+	in.connMu.Lock()
+	defer in.connMu.Unlock()
+	if in.connected {
+		return nil
+	}
+	if in.ctx.Err() != nil {
+		return service.ErrEndOfInput
+	}
+	cfg, err := awsConfig(ctx, in.conf, in.httpClient)
+	if err != nil {
+		return err
+	}
+	client := kinesisClient(cfg, in.conf)
+
+	var streams []*streamReader
+	for _, ref := range in.conf.Streams {
+		desc, err := describeStream(ctx, client, ref, in.where(cfg))
+		if err != nil {
+			return err
+		}
+		streams = append(streams, &streamReader{
+			in:      in,
+			name:    ref.Name,
+			arn:     desc.arn,
+			created: desc.created,
+			client:  client,
+			pub:     in.newPublisher(client, desc.arn, ref.Name),
+		})
+	}
+
+	if in.store == nil {
+		store, err := checkpoint.OpenFile(in.conf.CheckpointDir)
+		if err != nil {
+			return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+		}
+		in.store = store
+	}
+	for _, s := range streams {
+		if err := s.load(ctx); err != nil {
+			return err
+		}
+	}
+
+	in.streams = streams
+	in.connected = true
+	for _, s := range streams {
+		in.wg.Add(1)
+		go func() {
+			defer in.wg.Done()
+			s.run(in.ctx)
+		}()
+	}
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		in.commitLoop(in.ctx)
+	}()
+	return nil
+}
+
+// where describes the Kinesis endpoint for error messages.
+func (in *kinesisInput) where(cfg aws.Config) string {
+	if in.conf.Endpoint != "" {
+		return fmt.Sprintf("region %s at endpoint %s", cfg.Region, in.conf.Endpoint)
+	}
+	return "region " + cfg.Region
+}
+
+func (in *kinesisInput) newPublisher(client *kinesis.Client, streamARN, streamName string) recordPublisher {
+	return polling.New(client, streamARN, polling.Options{
+		Interval: in.conf.PollingInterval,
+		Limit:    in.conf.PollingLimit,
+		Logger:   in.log,
+		Throttled: func(shardID string) {
+			in.metrics.throttles.Incr(1, streamName, shardID)
+		},
+	})
+}
+
+type streamDescription struct {
+	arn     string
+	created time.Time
+}
+
+func describeStream(ctx context.Context, client *kinesis.Client, ref streamRef, where string) (streamDescription, error) {
+	in := &kinesis.DescribeStreamSummaryInput{}
+	if ref.ARN != "" {
+		in.StreamARN = aws.String(ref.ARN)
+	} else {
+		in.StreamName = aws.String(ref.Name)
+	}
+	out, err := client.DescribeStreamSummary(ctx, in)
+	if err != nil {
+		switch {
+		case awserr.Is(err, "ResourceNotFoundException"):
+			return streamDescription{}, fmt.Errorf("stream %s does not exist in %s: create it or fix field %s", ref, where, fStreams)
+		case awserr.Is(err, "AccessDeniedException"):
+			return streamDescription{}, fmt.Errorf("stream %s in %s: access denied: the credentials need kinesis:DescribeStreamSummary, kinesis:ListShards, kinesis:GetShardIterator and kinesis:GetRecords on it: %w", ref, where, err)
+		case awserr.Classify(err) == awserr.Recoverable:
+			return streamDescription{}, fmt.Errorf("cannot reach Kinesis in %s to describe stream %s: %w", where, ref, err)
+		}
+		return streamDescription{}, fmt.Errorf("describing stream %s in %s: %w", ref, where, err)
+	}
+	sum := out.StreamDescriptionSummary
+	if sum == nil || sum.StreamARN == nil {
+		return streamDescription{}, fmt.Errorf("describing stream %s in %s: the answer holds no stream ARN", ref, where)
+	}
+	switch status := string(sum.StreamStatus); status {
+	case "ACTIVE", "UPDATING":
+	default:
+		return streamDescription{}, fmt.Errorf("stream %s in %s is %s, not ACTIVE: waiting for it", ref, where, status)
+	}
+	return streamDescription{arn: *sum.StreamARN, created: aws.ToTime(sum.StreamCreationTimestamp)}, nil
+}
+
+// ReadBatch returns the next batch of any shard.
+func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	select {
+	case d := <-in.out:
+		return d.batch, d.ack, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-in.ctx.Done():
+		return nil, nil, service.ErrEndOfInput
+	}
+}
+
+// Close stops every reader and commits what has been acknowledged. Benthos
+// calls it after waiting for pending acknowledgements.
+func (in *kinesisInput) Close(ctx context.Context) error {
+	in.cancel()
+	done := make(chan struct{})
+	go func() {
+		in.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	in.connMu.Lock()
+	defer in.connMu.Unlock()
+	var errs []error
+	for _, s := range in.streams {
+		if err := s.commit(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if in.store != nil {
+		errs = append(errs, in.store.Close())
+		in.store = nil
+	}
+	return errors.Join(errs...)
+}
+
+// commitLoop commits acknowledged positions every commit period.
+func (in *kinesisInput) commitLoop(ctx context.Context) {
+	t := time.NewTicker(in.conf.CommitPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, s := range in.streams {
+			if err := s.commit(ctx); err != nil && ctx.Err() == nil {
+				in.log.Errorf("%v", err)
+			}
+		}
+	}
+}

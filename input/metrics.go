@@ -1,0 +1,26 @@
+package input
+
+import "github.com/redpanda-data/benthos/v4/public/service"
+
+// metrics are the input's own metrics; Benthos adds its input_* ones.
+type metrics struct {
+	recordsRead    *service.MetricCounter // stream, shard
+	bytesRead      *service.MetricCounter // stream, shard
+	millisBehind   *service.MetricGauge   // stream, shard
+	throttles      *service.MetricCounter // stream, shard
+	commits        *service.MetricCounter // stream
+	commitFailures *service.MetricCounter // stream
+	ownedShards    *service.MetricGauge   // stream
+}
+
+func newMetrics(m *service.Metrics) *metrics {
+	return &metrics{
+		recordsRead:    m.NewCounter("kinesis_records_read", "stream", "shard"),
+		bytesRead:      m.NewCounter("kinesis_bytes_read", "stream", "shard"),
+		millisBehind:   m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
+		throttles:      m.NewCounter("kinesis_throttles", "stream", "shard"),
+		commits:        m.NewCounter("kinesis_checkpoint_commits", "stream"),
+		commitFailures: m.NewCounter("kinesis_checkpoint_failures", "stream"),
+		ownedShards:    m.NewGauge("kinesis_owned_shards", "stream"),
+	}
+}

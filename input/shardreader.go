@@ -1,0 +1,264 @@
+package input
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// shardReader reads one shard: a publisher goroutine fetches batches and
+// hands them over one at a time (so a slow pipeline stops the fetching, not
+// grows a queue); the reader's own loop turns them into Benthos batches,
+// tracks them until acknowledged and, at the shard's end, waits for the last
+// acknowledgement and commits the end before reporting it.
+type shardReader struct {
+	s       *streamReader
+	info    shardInfo
+	cp      checkpoint.Checkpoint
+	tracker *ackTracker
+	conv    *converter
+
+	batcher   *service.Batcher // nil when the batch policy is empty
+	hasPeriod bool
+	pending   int                 // records added to the batcher since its last flush
+	lastPos   checkpoint.Position // of the last record added to the batcher
+
+	nackWarned bool
+}
+
+func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint) *shardReader {
+	r := &shardReader{
+		s:       s,
+		info:    info,
+		cp:      cp,
+		tracker: newAckTracker(s.in.conf.CheckpointLimit),
+		conv:    newConverter(s, info, cp.Position),
+	}
+	if cp.Position != nil {
+		p := *cp.Position
+		r.tracker.last = &p
+	}
+	return r
+}
+
+// run reads the shard until it ends or ctx ends.
+func (r *shardReader) run(ctx context.Context) shardEvent {
+	ev := shardEvent{shardID: r.info.id}
+	log := r.s.in.log
+	start, err := r.cp.Resume()
+	if err != nil { // load validated every stored start; this is a bug
+		log.Errorf("stream %s shard %s: %v", r.s.name, r.info.id, err)
+		<-ctx.Done()
+		return ev
+	}
+	if !r.s.in.conf.Batching.IsNoop() {
+		b, err := r.s.in.conf.Batching.NewBatcher(r.s.in.res)
+		if err != nil {
+			log.Errorf("stream %s shard %s: creating the batcher: %v", r.s.name, r.info.id, err)
+			<-ctx.Done()
+			return ev
+		}
+		r.batcher = b
+		r.hasPeriod = r.s.in.conf.Batching.Period != ""
+		defer b.Close(context.Background())
+	}
+	log.Debugf("stream %s shard %s: reading from %v", r.s.name, r.info.id, start)
+
+	pctx, pcancel := context.WithCancel(ctx)
+	batches := make(chan shard.Batch)
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		defer close(batches)
+		r.publish(pctx, start, batches)
+	}()
+	defer func() {
+		pcancel()
+		pwg.Wait()
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var flushC <-chan time.Time
+		if r.hasPeriod && r.pending > 0 {
+			if d, ok := r.batcher.UntilNext(); ok {
+				timer.Reset(d)
+				flushC = timer.C
+			} else if err := r.flush(ctx); err != nil {
+				return ev
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ev
+		case <-flushC:
+			if err := r.flush(ctx); err != nil {
+				return ev
+			}
+		case b, ok := <-batches:
+			if !ok {
+				return ev // the publisher stopped: ctx ended
+			}
+			if err := r.handle(ctx, b); err != nil {
+				return ev
+			}
+			if b.End {
+				return r.finish(ctx, b)
+			}
+		}
+		timer.Stop()
+	}
+}
+
+// publish runs the publisher, retrying a failed read from after the last
+// record it delivered, until the shard ends or ctx ends.
+func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
+	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
+	for {
+		var last string
+		err := r.s.pub.Read(ctx, r.info.id, start, func(dctx context.Context, b shard.Batch) error {
+			select {
+			case out <- b:
+			case <-dctx.Done():
+				return dctx.Err()
+			}
+			if n := len(b.Records); n > 0 {
+				last = aws.ToString(b.Records[n-1].SequenceNumber)
+			}
+			return nil
+		})
+		if last != "" {
+			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
+		}
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		wait := bo.Next()
+		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %v in %v", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+		if backoff.Sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// handle turns a publisher batch into messages and emits them.
+func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
+	stream, id := r.s.name, r.info.id
+	r.s.in.metrics.millisBehind.Set(b.MillisBehindLatest, stream, id)
+	if len(b.Records) == 0 {
+		return nil
+	}
+	msgs, last, n := r.conv.convert(b)
+	if n == 0 {
+		return nil
+	}
+	if r.batcher == nil {
+		return r.emit(ctx, msgs, last, n)
+	}
+	for i, m := range msgs {
+		r.pending++
+		r.lastPos = r.conv.positions[i]
+		if r.batcher.Add(m) {
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush emits what the batcher holds.
+func (r *shardReader) flush(ctx context.Context) error {
+	if r.pending == 0 {
+		return nil
+	}
+	batch, err := r.batcher.Flush(ctx)
+	n, pos := r.pending, r.lastPos
+	r.pending = 0
+	if err != nil {
+		// Never pass records that did not reach the pipeline: hold the
+		// checkpoint before them as a nack does.
+		e, terr := r.tracker.Track(ctx, pos, n)
+		if terr != nil {
+			return terr
+		}
+		r.ack(e, err)
+		return nil
+	}
+	return r.emit(ctx, batch, pos, n)
+}
+
+// emit tracks a batch of n records ending at pos and hands it to ReadBatch.
+func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int) error {
+	e, err := r.tracker.Track(ctx, pos, n)
+	if err != nil {
+		return err
+	}
+	ack := func(_ context.Context, err error) error {
+		r.ack(e, err)
+		return nil
+	}
+	if len(batch) == 0 { // batch processors dropped everything
+		r.ack(e, nil)
+		return nil
+	}
+	select {
+	case r.s.in.out <- delivery{batch: batch, ack: ack}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *shardReader) ack(e *tracked, err error) {
+	pos, moved := r.tracker.Ack(e, err)
+	if err != nil {
+		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
+	}
+	if moved {
+		r.s.setPosition(r.info.id, pos)
+	}
+}
+
+// finish completes a shard that was read to its end: once every record is
+// acknowledged it commits the end, then reports the children.
+func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
+	ev := shardEvent{shardID: r.info.id}
+	if r.batcher != nil {
+		if err := r.flush(ctx); err != nil {
+			return ev
+		}
+	}
+	if r.tracker.Frozen() {
+		r.s.in.log.Warnf("stream %s shard %s: read to its end, but a rejected batch holds its checkpoint: its child shards are read after a restart", r.s.name, r.info.id)
+	}
+	if err := r.tracker.Drained(ctx); err != nil {
+		return ev
+	}
+	for {
+		err := r.s.setEnded(ctx, r.info.id, r.tracker.Checkpoint())
+		if err == nil {
+			break
+		}
+		r.s.in.log.Errorf("stream %s shard %s: %v", r.s.name, r.info.id, err)
+		if backoff.Sleep(ctx, time.Second) != nil {
+			return ev
+		}
+	}
+	r.s.in.log.Debugf("stream %s shard %s: read to its end", r.s.name, r.info.id)
+	ev.ended = true
+	for _, c := range b.ChildShards {
+		ev.children = append(ev.children, childShardInfo(c))
+	}
+	return ev
+}

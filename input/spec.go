@@ -1,0 +1,203 @@
+package input
+
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Name is the component name the input registers under.
+const Name = "aws_kinesis_streams"
+
+// Field names: the config contract (see DESIGN.md).
+const (
+	fStreams                = "streams"
+	fRegion                 = "region"
+	fEndpoint               = "endpoint"
+	fCredentials            = "credentials"
+	fCredProfile            = "profile"
+	fCredID                 = "id"
+	fCredSecret             = "secret"
+	fCredToken              = "token"
+	fCredRole               = "role"
+	fCredRoleExternalID     = "role_external_id"
+	fReader                 = "reader"
+	fStartFrom              = "start_from"
+	fStartTimestamp         = "start_timestamp"
+	fPolling                = "polling"
+	fPollingInterval        = "interval"
+	fPollingLimit           = "limit"
+	fCheckpoint             = "checkpoint"
+	fCheckpointDir          = "dir"
+	fCheckpointLimit        = "limit"
+	fCheckpointCommitPeriod = "commit_period"
+	fDeaggregate            = "deaggregate"
+	fShardDiscoveryInterval = "shard_discovery_interval"
+	fBatching               = "batching"
+)
+
+// Values of enum fields.
+const (
+	readerEFO     = "efo"
+	readerPolling = "polling"
+
+	startLatest      = "latest"
+	startTrimHorizon = "trim_horizon"
+	startAtTimestamp = "at_timestamp"
+)
+
+// defaultCheckpointDir is used when checkpoint.dir is not set: positions are
+// never kept only in memory.
+const defaultCheckpointDir = "./kinesis_checkpoints"
+
+// Spec returns the configuration spec of the input. The documentation of the
+// input is generated from it.
+func Spec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services", "AWS").
+		Summary("Reads records from one or more AWS Kinesis data streams, by Enhanced Fan-Out or by polling, and checkpoints a shard position only once every record before it has been acknowledged.").
+		Description(`
+Every shard of every stream is read by its own reader, in order. Records are handed to the pipeline in batches, one Benthos batch never mixing shards. A shard's position is checkpointed only once the pipeline has acknowledged every record up to it, so a restart after a clean stop neither loses nor repeats a record, and a restart after a crash repeats only records that were not yet acknowledged and checkpointed.
+
+### Readers
+
+- `+"`polling`"+`: GetShardIterator and GetRecords. The read throughput of a shard (5 calls/s, 2 MiB/s) is shared by every polling consumer of the stream.
+
+### Resharding
+
+Shards are discovered with ListShards (all pages) when the input starts and every `+"`shard_discovery_interval`"+`. A child shard is read only once every parent (both parents of a merge) has been read to its end and that end checkpointed, so records of one partition key stay in order across a split or a merge, also across restarts. A closed parent with unread records is always read first.
+
+### Checkpoints
+
+The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a directory, replaced atomically on every commit (written, fsynced, renamed), so a crash at any moment leaves the last committed positions readable. It serves one instance: a second process using the same directory for the same stream is refused. When `+"`checkpoint.dir`"+` is not set the store is the directory `+"`"+defaultCheckpointDir+"`"+` under the working directory: positions are never kept only in memory.
+
+`+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning.
+
+### Acknowledgements
+
+At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged; the shard's reading pauses until acknowledgements make room. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default). When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
+
+### Metadata
+
+Each message carries:
+
+- kinesis_stream: the stream name
+- kinesis_shard: the shard id
+- kinesis_partition_key
+- kinesis_sequence_number
+- kinesis_arrival_timestamp: RFC 3339
+- kinesis_millis_behind_latest: how far the read was behind the tip of the shard when the record was read
+
+### Metrics
+
+- kinesis_records_read, kinesis_bytes_read: per stream and shard
+- kinesis_millis_behind_latest: gauge per stream and shard
+- kinesis_throttles: per stream and shard
+- kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
+- kinesis_owned_shards: gauge per stream, the shards being read
+`).
+		Fields(
+			service.NewStringListField(fStreams).
+				Description("The streams to read, by name or ARN. Several streams may be read at once; they must be in one region.").
+				Example([]string{"orders"}).
+				Example([]string{"arn:aws:kinesis:us-east-1:123456789012:stream/orders", "clicks"}),
+			service.NewStringField(fRegion).
+				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
+				Default("").
+				Example("us-east-1"),
+			service.NewStringField(fEndpoint).
+				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region.").
+				Default("").
+				Example("http://127.0.0.1:4568").
+				Advanced(),
+			service.NewObjectField(fCredentials,
+				service.NewStringField(fCredProfile).Description("A profile of the shared credentials file.").Default(""),
+				service.NewStringField(fCredID).Description("A static access key id.").Default(""),
+				service.NewStringField(fCredSecret).Description("The secret of the static access key.").Default("").Secret(),
+				service.NewStringField(fCredToken).Description("The session token of static temporary credentials.").Default("").Secret(),
+				service.NewStringField(fCredRole).Description("The ARN of a role to assume with the credentials above.").Default(""),
+				service.NewStringField(fCredRoleExternalID).Description("The external id to present when assuming the role.").Default(""),
+			).
+				Description("Credentials. Without static ones the standard AWS SDK chain applies: environment, shared profile, web identity, container and instance roles.").
+				Advanced(),
+			service.NewStringAnnotatedEnumField(fReader, map[string]string{
+				readerPolling: "GetRecords polling: shared throughput, about 200 ms propagation.",
+				readerEFO:     "Enhanced Fan-Out: not available in this build yet.",
+			}).
+				Description("How shards are read.").
+				Default(readerPolling),
+			service.NewStringAnnotatedEnumField(fStartFrom, map[string]string{
+				startLatest:      "Records that arrive after the input first starts.",
+				startTrimHorizon: "The oldest records the streams still retain.",
+				startAtTimestamp: "Records that arrived at or after `start_timestamp`.",
+			}).
+				Description("Where to start reading a shard that has no checkpoint.").
+				Default(startLatest),
+			service.NewStringField(fStartTimestamp).
+				Description("With `start_from: at_timestamp`: an RFC 3339 time.").
+				Default("").
+				Example("2024-05-01T00:00:00Z"),
+			service.NewObjectField(fPolling,
+				service.NewDurationField(fPollingInterval).
+					Description("The gap between two GetRecords calls on one shard; at least 200ms (Kinesis allows 5 calls per second per shard, shared by every polling consumer).").
+					Default("200ms"),
+				service.NewIntField(fPollingLimit).
+					Description("The most records one GetRecords call returns, 1 to 10000.").
+					Default(10000),
+			).
+				Description("Settings of the `polling` reader.").
+				Advanced(),
+			service.NewObjectField(fCheckpoint,
+				service.NewStringField(fCheckpointDir).
+					Description("The directory of the embedded checkpoint store (single instance). Empty: `"+defaultCheckpointDir+"`.").
+					Default(""),
+				service.NewIntField(fCheckpointLimit).
+					Description("The most unacknowledged records per shard; reading the shard pauses at this limit.").
+					Default(1024),
+				service.NewDurationField(fCheckpointCommitPeriod).
+					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
+					Default("1s"),
+			).
+				Description("Where and how shard positions are checkpointed."),
+			service.NewBoolField(fDeaggregate).
+				Description("Split KPL aggregated records into their user records.").
+				Default(true).
+				Advanced(),
+			service.NewDurationField(fShardDiscoveryInterval).
+				Description("How often to list the shards of each stream, to find new ones after a reshard.").
+				Default("10s").
+				Advanced(),
+			service.NewBatchPolicyField(fBatching).
+				Description("How records of one shard are grouped into Benthos batches. Empty: one batch per read (a GetRecords response or a fan-out event)."),
+			service.NewAutoRetryNacksToggleField(),
+		).
+		LintRule(`root = match {
+  this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
+  this.start_from.or("latest") != "at_timestamp" && this.start_timestamp.or("") != "" => [ "field start_timestamp: is set but start_from is %v; set start_from: at_timestamp to use it".format(this.start_from.or("latest")) ],
+}`).
+		Example("Read a stream by polling",
+			"Reads every shard of one stream from the oldest record, keeping positions in a local directory.",
+			`
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    region: us-east-1
+    reader: polling
+    start_from: trim_horizon
+    checkpoint:
+      dir: /var/lib/benthos/kinesis
+`)
+}
+
+func init() {
+	err := service.RegisterBatchInput(Name, Spec(),
+		func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+			in, err := newInput(conf, mgr)
+			if err != nil {
+				return nil, err
+			}
+			return service.AutoRetryNacksBatchedToggled(conf, in)
+		})
+	if err != nil {
+		panic(err)
+	}
+}

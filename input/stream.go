@@ -1,0 +1,317 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// streamReader reads one stream: it discovers its shards, decides which may
+// be read (every parent read to its end first), runs one shardReader per
+// readable shard, and holds the stream's checkpoints.
+type streamReader struct {
+	in      *kinesisInput
+	name    string
+	arn     string
+	created time.Time
+	client  *kinesis.Client
+	pub     recordPublisher
+
+	// events from shard readers to the run loop.
+	events chan shardEvent
+
+	// mu guards state and dirty; saveMu serializes saves so that a later
+	// snapshot is never overwritten by an earlier one.
+	saveMu sync.Mutex
+	mu     sync.Mutex
+	state  checkpoint.Stream
+	dirty  bool
+
+	// Owned by the run loop.
+	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
+	running map[string]context.CancelFunc
+	// fresh is set while no shard of the stream has ever been pinned: the
+	// first pin applies start_from, later ones start new shards at their
+	// beginning.
+	fresh bool
+	// unpinned is set while pinned starts are not yet saved: no shard is
+	// read until they are, or a crash could re-pin latest later and skip what
+	// arrived in between.
+	unpinned bool
+}
+
+// shardEvent reports the end of a shard reader.
+type shardEvent struct {
+	shardID  string
+	ended    bool        // the shard was read to its end and that end committed
+	children []shardInfo // from the end of the shard, possibly empty
+}
+
+// load reads the stored checkpoints. A stream that was deleted and created
+// again since they were written starts afresh, loudly.
+func (s *streamReader) load(ctx context.Context) error {
+	st, err := s.in.store.Load(ctx, s.arn)
+	if err != nil {
+		return fmt.Errorf("loading checkpoints of stream %s: %w", s.name, err)
+	}
+	if !st.Created.IsZero() && !s.created.IsZero() && !st.Created.Equal(s.created) {
+		s.in.log.Warnf("stream %s was created at %v, but its checkpoints are of a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and reading starts from start_from",
+			s.name, s.created.UTC(), st.Created.UTC())
+		st.Shards = map[string]checkpoint.Checkpoint{}
+	}
+	for id, cp := range st.Shards {
+		if _, err := cp.Resume(); err != nil {
+			return fmt.Errorf("checkpoint of stream %s shard %s: %w: restore the checkpoint file, or delete it to start again from start_from", s.name, id, err)
+		}
+	}
+	st.ARN = s.arn
+	st.Created = s.created
+	s.state = st
+	s.fresh = len(st.Shards) == 0
+	s.events = make(chan shardEvent)
+	s.shards = map[string]shardInfo{}
+	s.running = map[string]context.CancelFunc{}
+	return nil
+}
+
+// run discovers shards and schedules their readers until ctx ends, then waits
+// for the readers it started.
+func (s *streamReader) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	bo := backoff.Backoff{Initial: time.Second, Max: s.in.conf.DiscoveryInterval}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			wait := s.in.conf.DiscoveryInterval
+			if err := s.discover(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.in.log.Errorf("stream %s: %v", s.name, err)
+				wait = bo.Next()
+			} else {
+				bo.Reset()
+			}
+			timer.Reset(wait)
+		case ev := <-s.events:
+			delete(s.running, ev.shardID)
+			if ev.ended {
+				s.adopt(ctx, ev.children)
+			}
+		}
+		s.schedule(ctx, &wg)
+	}
+}
+
+// discover lists every shard of the stream and records the new ones.
+func (s *streamReader) discover(ctx context.Context) error {
+	listed, err := listShards(ctx, s.client, s.arn)
+	if err != nil {
+		return err
+	}
+	fresh := map[string]shardInfo{}
+	for _, sh := range listed {
+		fresh[sh.id] = sh
+	}
+	s.mu.Lock()
+	pruned := 0
+	for id, cp := range s.state.Shards {
+		if _, ok := fresh[id]; ok {
+			continue
+		}
+		if _, ok := s.running[id]; ok {
+			fresh[id] = s.shards[id] // being read: not gone yet, whatever the listing says
+			continue
+		}
+		if !cp.Ended {
+			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
+		}
+		delete(s.state.Shards, id)
+		pruned++
+	}
+	s.mu.Unlock()
+	s.shards = fresh
+	if err := s.pin(ctx, listed); err != nil {
+		return err
+	}
+	if pruned > 0 {
+		s.mu.Lock()
+		s.dirty = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// adopt records child shards learnt at the end of a parent, so that they are
+// read without waiting for the next discovery.
+func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
+	var fresh []shardInfo
+	for _, c := range children {
+		if _, ok := s.shards[c.id]; !ok {
+			s.shards[c.id] = c
+			fresh = append(fresh, c)
+		}
+	}
+	if err := s.pin(ctx, fresh); err != nil && ctx.Err() == nil {
+		s.in.log.Errorf("stream %s: %v", s.name, err)
+	}
+}
+
+// pin decides and durably stores where each shard without a checkpoint
+// starts, before any of them is read: start_from on the input's very first
+// start (latest as the current time), the beginning of the shard for a shard
+// created after that.
+func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
+	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
+	if s.fresh {
+		switch s.in.conf.StartFrom {
+		case startLatest:
+			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: time.Now()})
+		case startAtTimestamp:
+			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
+		}
+	}
+	s.mu.Lock()
+	added := 0
+	for _, sh := range shards {
+		if _, ok := s.state.Shards[sh.id]; !ok {
+			s.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start}
+			added++
+		}
+	}
+	if added > 0 {
+		s.dirty = true
+		s.unpinned = true
+	}
+	s.mu.Unlock()
+	if !s.unpinned {
+		return nil
+	}
+	if err := s.commit(ctx); err != nil {
+		return err
+	}
+	s.unpinned = false
+	s.fresh = false
+	return nil
+}
+
+// schedule starts a reader for every shard that is not ended, not running,
+// and whose parents have all ended (or are gone).
+func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
+	if ctx.Err() != nil || s.unpinned {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, sh := range s.shards {
+		if _, ok := s.running[id]; ok {
+			continue
+		}
+		cp, ok := s.state.Shards[id]
+		if !ok || cp.Ended {
+			continue
+		}
+		if !s.parentsEnded(sh) {
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		s.running[id] = cancel
+		r := newShardReader(s, sh, cp)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			ev := r.run(rctx)
+			select {
+			case s.events <- ev:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	s.in.metrics.ownedShards.Set(int64(len(s.running)), s.name)
+}
+
+// parentsEnded reports whether every parent of sh that is still known has
+// been read to its end. Must hold s.mu.
+func (s *streamReader) parentsEnded(sh shardInfo) bool {
+	for _, p := range sh.parents {
+		if p == "" {
+			continue
+		}
+		if _, listed := s.shards[p]; !listed {
+			continue // gone past retention
+		}
+		if cp, ok := s.state.Shards[p]; ok && !cp.Ended {
+			return false
+		}
+	}
+	return true
+}
+
+// setPosition records a new acknowledged position of a shard; it is saved by
+// the next commit.
+func (s *streamReader) setPosition(shardID string, pos checkpoint.Position) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cp := s.state.Shards[shardID]
+	if cp.Position != nil && !cp.Position.Less(pos) {
+		return
+	}
+	cp.Position = &pos
+	s.state.Shards[shardID] = cp
+	s.dirty = true
+}
+
+// setEnded records that a shard was read to its end and saves at once: its
+// children wait for it.
+func (s *streamReader) setEnded(ctx context.Context, shardID string, last *checkpoint.Position) error {
+	s.mu.Lock()
+	cp := s.state.Shards[shardID]
+	if last != nil {
+		cp.Position = last
+	}
+	cp.Ended = true
+	s.state.Shards[shardID] = cp
+	s.dirty = true
+	s.mu.Unlock()
+	return s.commit(ctx)
+}
+
+// commit saves the stream's checkpoints if anything changed.
+func (s *streamReader) commit(ctx context.Context) error {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	if !s.dirty {
+		s.mu.Unlock()
+		return nil
+	}
+	snap := s.state
+	snap.Shards = maps.Clone(s.state.Shards)
+	s.dirty = false
+	s.mu.Unlock()
+
+	if err := s.in.store.Save(ctx, snap); err != nil {
+		s.mu.Lock()
+		s.dirty = true
+		s.mu.Unlock()
+		s.in.metrics.commitFailures.Incr(1, s.name)
+		return fmt.Errorf("stream %s: committing checkpoints: %w", s.name, err)
+	}
+	s.in.metrics.commits.Incr(1, s.name)
+	return nil
+}

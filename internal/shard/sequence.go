@@ -1,0 +1,33 @@
+package shard
+
+import "strings"
+
+// ValidSequence reports whether s looks like a Kinesis sequence number: a
+// non-empty string of decimal digits.
+func ValidSequence(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// CompareSequence orders two Kinesis sequence numbers numerically: it returns
+// -1, 0 or +1. Sequence numbers are decimal strings of up to 128 digits and are
+// not all of one length, so they must not be compared as plain strings. Both
+// arguments must satisfy ValidSequence.
+func CompareSequence(a, b string) int {
+	a = strings.TrimLeft(a, "0")
+	b = strings.TrimLeft(b, "0")
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	}
+	return strings.Compare(a, b)
+}

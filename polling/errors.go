@@ -1,0 +1,34 @@
+package polling
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+)
+
+// errNoIterator is returned when GetShardIterator answers without an iterator.
+var errNoIterator = errors.New("the service returned no shard iterator")
+
+// Error is an error that ended the reading of a shard.
+type Error struct {
+	Stream string // stream ARN
+	Shard  string
+	Op     string // the Kinesis operation that failed
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("polling shard %s of stream %s: %s: %v", e.Shard, e.Stream, e.Op, e.Err)
+	switch awserr.Code(e.Err) {
+	case "AccessDeniedException":
+		msg += " (the credentials need kinesis:GetShardIterator and kinesis:GetRecords on this stream)"
+	case "ResourceNotFoundException":
+		msg += " (the stream was deleted, or the shard is older than the stream's retention period)"
+	case "KMSAccessDeniedException", "KMSDisabledException", "KMSInvalidStateException", "KMSNotFoundException":
+		msg += " (the stream is encrypted: the credentials need kms:Decrypt on its key, and the key must be enabled)"
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,226 @@
+// Package polling reads Kinesis shards with GetShardIterator and GetRecords,
+// the classic shared-throughput way: 5 calls/s and 2 MiB/s per shard, shared
+// by every polling consumer of the stream.
+package polling
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// MinInterval is the shortest gap between two GetRecords calls on one shard:
+// Kinesis allows 5 per second per shard.
+const MinInterval = 200 * time.Millisecond
+
+// Options tune a Publisher. The zero value of each field means its default.
+type Options struct {
+	// Interval is the gap between the starts of two GetRecords calls on one
+	// shard. Default and minimum: MinInterval.
+	Interval time.Duration
+	// Limit is the most records one GetRecords call returns. Default 10000,
+	// the Kinesis maximum.
+	Limit int32
+	// RetryLimit is how many consecutive retryable errors (see awserr) a shard
+	// reader tolerates before Read returns the last one. Default 10.
+	// Recoverable errors and throttling never count.
+	RetryLimit int
+	// Backoff is the first and the largest wait after a failed call.
+	// Defaults 200ms and 10s.
+	BackoffInitial, BackoffMax time.Duration
+	// Logger receives retry and error logs; default none.
+	Logger shard.Logger
+	// Throttled is called once per throttled call; default none.
+	Throttled func(shardID string)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval < MinInterval {
+		o.Interval = MinInterval
+	}
+	if o.Limit <= 0 || o.Limit > 10000 {
+		o.Limit = 10000
+	}
+	if o.RetryLimit <= 0 {
+		o.RetryLimit = 10
+	}
+	if o.BackoffInitial <= 0 {
+		o.BackoffInitial = 200 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = shard.NopLogger{}
+	}
+	if o.Throttled == nil {
+		o.Throttled = func(string) {}
+	}
+	return o
+}
+
+// Publisher reads the shards of one stream by polling.
+type Publisher struct {
+	api    API
+	stream string
+	opts   Options
+}
+
+// New returns a Publisher for the stream with the given ARN.
+func New(api API, streamARN string, opts Options) *Publisher {
+	return &Publisher{api: api, stream: streamARN, opts: opts.withDefaults()}
+}
+
+// Read delivers the records of shardID from start, in order, until the shard
+// ends (it then returns nil after a batch with End set), ctx ends, deliver
+// fails, or an error that retrying will not heal.
+func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+	if err := start.Validate(); err != nil {
+		return p.fail(shardID, "GetShardIterator", err)
+	}
+	r := &reader{Publisher: p, shardID: shardID, start: start}
+	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
+	return r.run(ctx, deliver)
+}
+
+// reader is the state of one Read: where to get a fresh iterator from, and
+// when the last GetRecords call started.
+type reader struct {
+	*Publisher
+	shardID  string
+	start    shard.Start
+	lastSeq  string // last record delivered; a fresh iterator starts after it
+	iterator string
+	lastCall time.Time
+	backoff  backoff.Backoff
+	failures int
+}
+
+func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.iterator == "" {
+			it, err := r.getIterator(ctx)
+			if err != nil {
+				if retryErr := r.retry(ctx, "GetShardIterator", err); retryErr != nil {
+					return retryErr
+				}
+				continue
+			}
+			r.iterator = it
+		}
+		if err := backoff.Sleep(ctx, time.Until(r.lastCall.Add(r.opts.Interval))); err != nil {
+			return err
+		}
+		r.lastCall = time.Now()
+		out, err := r.api.GetRecords(ctx, &kinesis.GetRecordsInput{
+			ShardIterator: aws.String(r.iterator),
+			Limit:         aws.Int32(r.opts.Limit),
+			StreamARN:     aws.String(r.stream),
+		})
+		if err != nil {
+			if awserr.Is(err, "ExpiredIteratorException") {
+				r.opts.Logger.Debugf("shard %s: iterator expired, getting a new one from %v", r.shardID, r.position())
+				r.iterator = ""
+				continue
+			}
+			if retryErr := r.retry(ctx, "GetRecords", err); retryErr != nil {
+				return retryErr
+			}
+			continue
+		}
+		r.backoff.Reset()
+		r.failures = 0
+
+		b := shard.Batch{
+			Records:            out.Records,
+			MillisBehindLatest: aws.ToInt64(out.MillisBehindLatest),
+			End:                out.NextShardIterator == nil,
+		}
+		if b.End {
+			b.ChildShards = out.ChildShards
+		}
+		if err := deliver(ctx, b); err != nil {
+			return err
+		}
+		if n := len(out.Records); n > 0 {
+			r.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
+		}
+		if b.End {
+			return nil
+		}
+		r.iterator = aws.ToString(out.NextShardIterator)
+	}
+}
+
+// position is where a fresh iterator must start: after the last record
+// delivered, or at the original start when nothing was delivered yet.
+func (r *reader) position() shard.Start {
+	if r.lastSeq != "" {
+		return shard.Start{Kind: shard.AfterSequence, Sequence: r.lastSeq}
+	}
+	return r.start
+}
+
+func (r *reader) getIterator(ctx context.Context) (string, error) {
+	pos := r.position()
+	in := &kinesis.GetShardIteratorInput{
+		ShardId:           aws.String(r.shardID),
+		StreamARN:         aws.String(r.stream),
+		ShardIteratorType: types.ShardIteratorType(pos.Kind.String()),
+	}
+	switch pos.Kind {
+	case shard.AtSequence, shard.AfterSequence:
+		in.StartingSequenceNumber = aws.String(pos.Sequence)
+	case shard.AtTimestamp:
+		in.Timestamp = aws.Time(pos.Timestamp)
+	}
+	out, err := r.api.GetShardIterator(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	if out.ShardIterator == nil {
+		return "", &Error{Stream: r.stream, Shard: r.shardID, Op: "GetShardIterator", Err: errNoIterator}
+	}
+	return *out.ShardIterator, nil
+}
+
+// retry waits before the next attempt after err, or returns the error that
+// ends the read.
+func (r *reader) retry(ctx context.Context, op string, err error) error {
+	class := awserr.Classify(err)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch class {
+	case awserr.Canceled:
+		return err
+	case awserr.Fatal:
+		return r.fail(r.shardID, op, err)
+	case awserr.Throttled:
+		r.opts.Throttled(r.shardID)
+		r.opts.Logger.Debugf("shard %s: %s throttled, backing off: %v", r.shardID, op, err)
+	case awserr.Recoverable:
+		r.opts.Logger.Debugf("shard %s: %s failed, retrying: %v", r.shardID, op, err)
+	case awserr.Retryable:
+		r.failures++
+		if r.failures >= r.opts.RetryLimit {
+			return r.fail(r.shardID, op, err)
+		}
+		r.opts.Logger.Warnf("shard %s: %s failed (%d of %d tries), retrying: %v", r.shardID, op, r.failures, r.opts.RetryLimit, err)
+	}
+	return r.backoff.Wait(ctx)
+}
+
+func (p *Publisher) fail(shardID, op string, err error) error {
+	return &Error{Stream: p.stream, Shard: shardID, Op: op, Err: err}
+}
