@@ -1,0 +1,191 @@
+package polling
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// fakeAPI serves a shard of numbered records ("1", "2", ...) through function
+// hooks; iterators are the index of the next record.
+type fakeAPI struct {
+	mu        sync.Mutex
+	records   int  // records in the shard
+	closed    bool // the shard is closed at its end
+	perCall   int
+	iterCalls []*kinesis.GetShardIteratorInput
+	getTimes  []time.Time
+	fail      func(call int) error // GetRecords error for the n-th call, if any
+}
+
+func (f *fakeAPI) GetShardIterator(_ context.Context, in *kinesis.GetShardIteratorInput, _ ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.iterCalls = append(f.iterCalls, in)
+	next := 0
+	switch in.ShardIteratorType {
+	case types.ShardIteratorTypeAfterSequenceNumber:
+		n, _ := strconv.Atoi(*in.StartingSequenceNumber)
+		next = n
+	case types.ShardIteratorTypeAtSequenceNumber:
+		n, _ := strconv.Atoi(*in.StartingSequenceNumber)
+		next = n - 1
+	}
+	return &kinesis.GetShardIteratorOutput{ShardIterator: aws.String(strconv.Itoa(next))}, nil
+}
+
+func (f *fakeAPI) GetRecords(_ context.Context, in *kinesis.GetRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.getTimes = append(f.getTimes, time.Now())
+	if f.fail != nil {
+		if err := f.fail(len(f.getTimes)); err != nil {
+			return nil, err
+		}
+	}
+	next, _ := strconv.Atoi(*in.ShardIterator)
+	out := &kinesis.GetRecordsOutput{MillisBehindLatest: aws.Int64(int64(f.records - next))}
+	for len(out.Records) < f.perCall && next < f.records {
+		next++
+		out.Records = append(out.Records, types.Record{SequenceNumber: aws.String(strconv.Itoa(next)), Data: []byte("x")})
+	}
+	if f.closed && next == f.records {
+		out.ChildShards = []types.ChildShard{{ShardId: aws.String("child")}}
+		return out, nil
+	}
+	out.NextShardIterator = aws.String(strconv.Itoa(next))
+	return out, nil
+}
+
+// collect reads until the shard ends or until want records arrived.
+func collect(t *testing.T, p *Publisher, start shard.Start, want int) ([]string, []shard.Batch, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var seqs []string
+	var batches []shard.Batch
+	err := p.Read(ctx, "shardId-0", start, func(_ context.Context, b shard.Batch) error {
+		batches = append(batches, b)
+		for _, r := range b.Records {
+			seqs = append(seqs, *r.SequenceNumber)
+		}
+		if len(seqs) >= want && !b.End {
+			cancel()
+		}
+		return nil
+	})
+	return seqs, batches, err
+}
+
+func checkSequence(t *testing.T, seqs []string, from, to int) {
+	t.Helper()
+	if len(seqs) != to-from+1 {
+		t.Fatalf("got %d records %v, want %d..%d", len(seqs), seqs, from, to)
+	}
+	for i, s := range seqs {
+		if s != strconv.Itoa(from+i) {
+			t.Fatalf("record %d is %s, want %d: %v", i, s, from+i, seqs)
+		}
+	}
+}
+
+func TestReadsClosedShardToItsEnd(t *testing.T) {
+	api := &fakeAPI{records: 25, closed: true, perCall: 10}
+	p := New(api, "arn:stream", Options{})
+	seqs, batches, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, seqs, 1, 25)
+	last := batches[len(batches)-1]
+	if !last.End || len(last.ChildShards) != 1 || len(last.Records) != 5 {
+		t.Fatalf("last batch: end %v children %v records %d; want the last 5 records with the end in one batch", last.End, last.ChildShards, len(last.Records))
+	}
+}
+
+func TestNeverMoreThanFiveCallsPerSecond(t *testing.T) {
+	api := &fakeAPI{records: 12, closed: true, perCall: 1}
+	p := New(api, "arn:stream", Options{Interval: 10 * time.Millisecond})
+	if _, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(api.getTimes); i++ {
+		if gap := api.getTimes[i].Sub(api.getTimes[i-1]); gap < MinInterval-time.Millisecond {
+			t.Fatalf("calls %d and %d only %v apart: above 5 calls/s on one shard", i, i+1, gap)
+		}
+	}
+}
+
+func TestExpiredIteratorResumesAfterLastDelivered(t *testing.T) {
+	api := &fakeAPI{records: 30, closed: true, perCall: 10}
+	api.fail = func(call int) error {
+		if call == 3 {
+			return &types.ExpiredIteratorException{Message: aws.String("expired")}
+		}
+		return nil
+	}
+	p := New(api, "arn:stream", Options{})
+	seqs, _, err := collect(t, p, shard.Start{Kind: shard.AtSequence, Sequence: "1"}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSequence(t, seqs, 1, 30)
+	if len(api.iterCalls) != 2 {
+		t.Fatalf("%d GetShardIterator calls, want 2", len(api.iterCalls))
+	}
+	if again := api.iterCalls[1]; again.ShardIteratorType != types.ShardIteratorTypeAfterSequenceNumber || *again.StartingSequenceNumber != "20" {
+		t.Fatalf("refreshed iterator from %s %v, want AFTER_SEQUENCE_NUMBER 20", again.ShardIteratorType, aws.ToString(again.StartingSequenceNumber))
+	}
+}
+
+func TestThrottlingBacksOffWithoutLoss(t *testing.T) {
+	api := &fakeAPI{records: 20, closed: true, perCall: 5}
+	api.fail = func(call int) error {
+		if call%2 == 0 {
+			return &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+		}
+		return nil
+	}
+	throttles := 0
+	p := New(api, "arn:stream", Options{BackoffInitial: time.Millisecond, RetryLimit: 1, Throttled: func(string) { throttles++ }})
+	seqs, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
+	if err != nil {
+		t.Fatalf("throttling ended the read (it must never count towards the retry limit): %v", err)
+	}
+	checkSequence(t, seqs, 1, 20)
+	if throttles < 3 {
+		t.Fatalf("%d throttles reported", throttles)
+	}
+}
+
+func TestFatalAndRetryLimitErrors(t *testing.T) {
+	api := &fakeAPI{records: 5, perCall: 5}
+	api.fail = func(int) error { return &types.AccessDeniedException{Message: aws.String("no")} }
+	p := New(api, "arn:aws:kinesis:us-east-1:000000000000:stream/s", Options{})
+	_, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Op != "GetRecords" {
+		t.Fatalf("got %v, want a polling error from GetRecords", err)
+	}
+	if want := "kinesis:GetRecords"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say what permission is missing", err)
+	}
+
+	api = &fakeAPI{records: 5, perCall: 5}
+	api.fail = func(int) error { return errors.New("mystery") }
+	p = New(api, "arn:stream", Options{RetryLimit: 3, BackoffInitial: time.Millisecond})
+	_, _, err = collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
+	if err == nil || len(api.getTimes) != 3 {
+		t.Fatalf("after %d calls got %v, want an error after 3", len(api.getTimes), err)
+	}
+}
