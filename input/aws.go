@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
@@ -15,10 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
-// awsConfig loads the SDK configuration that the credentials fields describe.
-// httpClient, when not nil, replaces the SDK's HTTP client (tests use it to
-// trust a fake's certificate).
-func awsConfig(ctx context.Context, c config, httpClient *http.Client) (aws.Config, error) {
+// awsConfig loads the SDK configuration that the credentials and tls fields
+// describe.
+func awsConfig(ctx context.Context, c config) (aws.Config, error) {
 	var opts []func(*awsconfig.LoadOptions) error
 	if c.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(c.Region))
@@ -30,8 +30,11 @@ func awsConfig(ctx context.Context, c config, httpClient *http.Client) (aws.Conf
 		opts = append(opts, awsconfig.WithCredentialsProvider(
 			awscreds.NewStaticCredentialsProvider(c.Creds.ID, c.Creds.Secret, c.Creds.Token)))
 	}
-	if httpClient != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(httpClient))
+	if c.TLS != nil {
+		opts = append(opts, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.TLSClientConfig = c.TLS.Clone()
+			tr.ForceAttemptHTTP2 = true // a custom TLS config turns HTTP/2 off unless forced; fan-out needs it
+		})))
 	}
 	// The readers run their own retry loops with jitter and per-shard limits;
 	// the SDK retries each call a little, and never refuses a call because a

@@ -1,6 +1,7 @@
 package input
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -17,6 +18,7 @@ type config struct {
 	Streams  []streamRef
 	Region   string
 	Endpoint string
+	TLS      *tls.Config // nil: the SDK's default transport
 	Creds    credentials
 
 	Reader         string
@@ -124,6 +126,11 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, fieldError(fEndpoint, c.Endpoint, "expected a URL such as http://127.0.0.1:4568 or https://kinesis.us-east-1.amazonaws.com")
 		}
+	}
+	if tlsConf, enabled, err := pc.FieldTLSToggled(fTLS); err != nil {
+		return c, fmt.Errorf("field %s: %w", fTLS, err)
+	} else if enabled {
+		c.TLS = tlsConf
 	}
 	if c.Creds, err = parseCredentials(pc.Namespace(fCredentials)); err != nil {
 		return c, err

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -32,9 +31,6 @@ type kinesisInput struct {
 	log     *service.Logger
 	res     *service.Resources
 	metrics *metrics
-
-	// httpClient replaces the SDK's HTTP client when set (tests).
-	httpClient *http.Client
 
 	// ctx lives from the first Connect until Close; every goroutine of the
 	// input is counted in wg and ends with it.
@@ -79,7 +75,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	if in.ctx.Err() != nil {
 		return service.ErrEndOfInput
 	}
-	cfg, err := awsConfig(ctx, in.conf, in.httpClient)
+	cfg, err := awsConfig(ctx, in.conf)
 	if err != nil {
 		return err
 	}

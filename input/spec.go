@@ -12,6 +12,7 @@ const (
 	fStreams                = "streams"
 	fRegion                 = "region"
 	fEndpoint               = "endpoint"
+	fTLS                    = "tls"
 	fCredentials            = "credentials"
 	fCredProfile            = "profile"
 	fCredID                 = "id"
@@ -108,6 +109,9 @@ Each message carries:
 				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region.").
 				Default("").
 				Example("http://127.0.0.1:4568").
+				Advanced(),
+			service.NewTLSToggledField(fTLS).
+				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
 				Advanced(),
 			service.NewObjectField(fCredentials,
 				service.NewStringField(fCredProfile).Description("A profile of the shared credentials file.").Default(""),
