@@ -10,6 +10,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -22,6 +23,7 @@ type config struct {
 	Creds    credentials
 
 	Reader         string
+	EFO            efoConfig
 	StartFrom      string
 	StartTimestamp time.Time
 
@@ -35,6 +37,13 @@ type config struct {
 	Deaggregate       bool
 	DiscoveryInterval time.Duration
 	Batching          service.BatchPolicy
+}
+
+type efoConfig struct {
+	ConsumerName      string
+	Registration      string
+	ConsumerARNs      map[string]efo.ConsumerARN // by stream name
+	DeregisterOnClose bool
 }
 
 type credentials struct {
@@ -142,7 +151,15 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	switch c.Reader {
 	case readerPolling:
 	case readerEFO:
-		return c, fieldError(fReader, c.Reader, "Enhanced Fan-Out is not available in this build yet; use reader: polling")
+		if c.EFO, err = parseEFO(pc.Namespace(fEFO), c.Streams); err != nil {
+			return c, err
+		}
+		if c.Region == "" {
+			for _, a := range c.EFO.ConsumerARNs {
+				c.Region = strings.Split(a.ARN, ":")[3]
+				break
+			}
+		}
 	default:
 		return c, fieldError(fReader, c.Reader, "unknown reader; expected efo or polling")
 	}
@@ -252,4 +269,80 @@ func parseCredentials(pc *service.ParsedConfig) (credentials, error) {
 		return c, fieldError(fCredentials+"."+fCredRole, c.Role, "expected a role ARN, e.g. arn:aws:iam::123456789012:role/reader")
 	}
 	return c, nil
+}
+
+func parseEFO(pc *service.ParsedConfig, streams []streamRef) (efoConfig, error) {
+	var c efoConfig
+	var err error
+	const ns = fEFO + "."
+	if c.ConsumerName, err = pc.FieldString(fEFOConsumerName); err != nil {
+		return c, err
+	}
+	if c.Registration, err = pc.FieldString(fEFORegistration); err != nil {
+		return c, err
+	}
+	if c.DeregisterOnClose, err = pc.FieldBool(fEFODeregisterOnClose); err != nil {
+		return c, err
+	}
+	arns, err := pc.FieldStringMap(fEFOConsumerARNs)
+	if err != nil {
+		return c, err
+	}
+	if c.ConsumerName != "" && !streamNameRE.MatchString(c.ConsumerName) {
+		return c, fieldError(ns+fEFOConsumerName, c.ConsumerName, "expected 1 to 128 of a-z A-Z 0-9 _ . -")
+	}
+	switch c.Registration {
+	case registrationLazy, registrationEager:
+		if c.ConsumerName == "" {
+			return c, fmt.Errorf("field %s%s: reader efo with registration %s needs a consumer name, e.g. my-app", ns, fEFOConsumerName, c.Registration)
+		}
+		if len(arns) > 0 {
+			return c, fmt.Errorf("field %s%s: consumer ARNs are only used with registration none, not %s", ns, fEFOConsumerARNs, c.Registration)
+		}
+	case registrationNone:
+		if c.ConsumerName != "" {
+			return c, fieldError(ns+fEFOConsumerName, c.ConsumerName, "not used with registration none (the ARNs in consumer_arns name the consumer); remove it")
+		}
+		if c.ConsumerARNs, err = parseConsumerARNs(arns, streams); err != nil {
+			return c, err
+		}
+	default:
+		return c, fieldError(ns+fEFORegistration, c.Registration, "unknown registration; expected lazy, eager or none")
+	}
+	if c.DeregisterOnClose && c.Registration != registrationLazy {
+		return c, fmt.Errorf("field %s%s: only with registration lazy; with %s the consumer is managed outside the input", ns, fEFODeregisterOnClose, c.Registration)
+	}
+	return c, nil
+}
+
+// parseConsumerARNs checks that every stream has a consumer ARN of that very
+// stream, and that no ARN is for a stream not read.
+func parseConsumerARNs(arns map[string]string, streams []streamRef) (map[string]efo.ConsumerARN, error) {
+	field := fEFO + "." + fEFOConsumerARNs
+	out := map[string]efo.ConsumerARN{}
+	used := map[string]bool{}
+	for _, s := range streams {
+		raw, key := arns[s.String()], s.String()
+		if raw == "" && s.ARN != "" {
+			raw, key = arns[s.Name], s.Name
+		}
+		if raw == "" {
+			return nil, fmt.Errorf("field %s: no consumer ARN for stream %s: with registration none every stream needs one", field, s)
+		}
+		used[key] = true
+		c, err := efo.ParseConsumerARN(raw)
+		if err != nil {
+			return nil, fmt.Errorf("field %s.%s: %w", field, key, err)
+		}
+		if c.Stream != s.Name || (s.ARN != "" && c.StreamARN != s.ARN) {
+			return nil, fieldError(field+"."+key, raw, "is a consumer of stream %s, not of %s", c.StreamARN, s)
+		}
+		out[s.Name] = c
+	}
+	for key := range arns {
+		if !used[key] {
+			return nil, fieldError(field, key, "not a stream of field %s", fStreams)
+		}
+	}
+	return out, nil
 }

@@ -19,26 +19,38 @@ func newTestInput(t *testing.T, yaml string) (*kinesisInput, error) {
 }
 
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	const base = "streams: [a]\nefo: {consumer_name: app}\n"
+	const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/a/consumer/app:1700000000"
 	cases := []struct {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown reader", "streams: [a]\nreader: kafka", []string{"field reader", `"kafka"`, "expected efo or polling"}},
-		{"at_timestamp without timestamp", "streams: [a]\nstart_from: at_timestamp", []string{"field start_timestamp", "at_timestamp needs an RFC 3339"}},
-		{"malformed timestamp", "streams: [a]\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "not an RFC 3339 time"}},
-		{"timestamp without at_timestamp", "streams: [a]\nstart_timestamp: 2024-01-01T00:00:00Z", []string{"field start_timestamp", "start_from is latest"}},
-		{"unknown start", "streams: [a]\nstart_from: earliest", []string{"field start_from", `"earliest"`, "latest, trim_horizon or at_timestamp"}},
+		{"unknown reader", base + "reader: kafka", []string{"field reader", `"kafka"`, "expected efo or polling"}},
+		{"at_timestamp without timestamp", base + "start_from: at_timestamp", []string{"field start_timestamp", "at_timestamp needs an RFC 3339"}},
+		{"malformed timestamp", base + "start_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "not an RFC 3339 time"}},
+		{"timestamp without at_timestamp", base + "start_timestamp: 2024-01-01T00:00:00Z", []string{"field start_timestamp", "start_from is latest"}},
+		{"unknown start", base + "start_from: earliest", []string{"field start_from", `"earliest"`, "latest, trim_horizon or at_timestamp"}},
 		{"no streams", "streams: []", []string{"field streams", "at least one"}},
 		{"bad stream name", "streams: ['my stream']", []string{"field streams", `"my stream"`}},
 		{"bad ARN", "streams: ['arn:aws:kinesis:us-east-1:12:stream/x']", []string{"field streams", "not a Kinesis stream ARN"}},
 		{"two regions", "streams: ['arn:aws:kinesis:us-east-1:123456789012:stream/a', 'arn:aws:kinesis:eu-west-1:123456789012:stream/b']", []string{"field streams", "eu-west-1", "us-east-1"}},
 		{"duplicate stream", "streams: [a, a]", []string{"field streams", "listed twice"}},
-		{"polling too fast", "streams: [a]\npolling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
-		{"polling limit", "streams: [a]\npolling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
-		{"checkpoint limit", "streams: [a]\ncheckpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
-		{"bad endpoint", "streams: [a]\nendpoint: localhost:4568", []string{"field endpoint", `"localhost:4568"`, "expected a URL"}},
-		{"secret without id", "streams: [a]\ncredentials: {secret: x}", []string{"field credentials", "id and secret go together"}},
-		{"bad role", "streams: [a]\ncredentials: {role: reader}", []string{"field credentials.role", `"reader"`, "role ARN"}},
+		{"polling too fast", base + "polling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
+		{"polling limit", base + "polling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
+		{"checkpoint limit", base + "checkpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
+		{"bad endpoint", base + "endpoint: localhost:4568", []string{"field endpoint", `"localhost:4568"`, "expected a URL"}},
+		{"secret without id", base + "credentials: {secret: x}", []string{"field credentials", "id and secret go together"}},
+		{"bad role", base + "credentials: {role: reader}", []string{"field credentials.role", `"reader"`, "role ARN"}},
+		{"efo without consumer name", "streams: [a]", []string{"field efo.consumer_name", "needs a consumer name"}},
+		{"eager without consumer name", "streams: [a]\nefo: {registration: eager}", []string{"field efo.consumer_name", "registration eager"}},
+		{"unknown registration", "streams: [a]\nefo: {consumer_name: app, registration: always}", []string{"field efo.registration", `"always"`, "lazy, eager or none"}},
+		{"none without ARNs", "streams: [a]\nefo: {registration: none}", []string{"field efo.consumer_arns", "every stream"}},
+		{"none missing a stream", "streams: [a, b]\nefo: {registration: none, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_arns", "no consumer ARN for stream b"}},
+		{"none malformed ARN", "streams: [a]\nefo: {registration: none, consumer_arns: {a: 'arn:aws:kinesis:us-east-1:123456789012:stream/a'}}", []string{"field efo.consumer_arns.a", "not a stream consumer ARN"}},
+		{"none ARN of another stream", "streams: [b]\nefo: {registration: none, consumer_arns: {b: '" + arn + "'}}", []string{"field efo.consumer_arns.b", arn, "consumer of stream arn:aws:kinesis:us-east-1:123456789012:stream/a, not of b"}},
+		{"none with a name", "streams: [a]\nefo: {registration: none, consumer_name: app, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_name", "not used with registration none"}},
+		{"none ARN for an unknown stream", "streams: [a]\nefo: {registration: none, consumer_arns: {a: '" + arn + "', c: '" + arn + "'}}", []string{"field efo.consumer_arns", `"c"`, "not a stream"}},
+		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,13 +68,16 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	in, err := newTestInput(t, "streams: [orders, 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks']")
+	in, err := newTestInput(t, "streams: [orders, 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks']\nefo: {consumer_name: app}")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := in.conf
 	if c.Region != "eu-west-1" {
 		t.Errorf("region %q, want the ARN's eu-west-1", c.Region)
+	}
+	if c.Reader != readerEFO || c.EFO.Registration != registrationLazy || c.EFO.ConsumerName != "app" {
+		t.Errorf("efo defaults: %+v", c)
 	}
 	if c.CheckpointDir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate {
 		t.Errorf("defaults: %+v", c)
@@ -75,8 +90,10 @@ func TestConfigDefaults(t *testing.T) {
 func TestLintRules(t *testing.T) {
 	env := service.NewEnvironment()
 	cases := map[string]string{
-		"streams: [a]\nstart_from: at_timestamp":              "start_from at_timestamp needs",
-		"streams: [a]\nstart_timestamp: 2024-01-01T00:00:00Z": "start_from is latest",
+		"streams: [a]": "field efo.consumer_name",
+		"streams: [a]\nefo: {registration: none}":                              "field efo.consumer_arns",
+		"streams: [a]\nreader: polling\nstart_from: at_timestamp":              "start_from at_timestamp needs",
+		"streams: [a]\nreader: polling\nstart_timestamp: 2024-01-01T00:00:00Z": "start_from is latest",
 	}
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()

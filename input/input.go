@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -83,18 +84,11 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 
 	var streams []*streamReader
 	for _, ref := range in.conf.Streams {
-		desc, err := describeStream(ctx, client, ref, in.where(cfg))
+		s, err := in.prepareStream(ctx, client, ref, in.where(cfg))
 		if err != nil {
 			return err
 		}
-		streams = append(streams, &streamReader{
-			in:      in,
-			name:    ref.Name,
-			arn:     desc.arn,
-			created: desc.created,
-			client:  client,
-			pub:     in.newPublisher(client, desc.arn, ref.Name),
-		})
+		streams = append(streams, s)
 	}
 
 	if in.store == nil {
@@ -135,13 +129,65 @@ func (in *kinesisInput) where(cfg aws.Config) string {
 	return "region " + cfg.Region
 }
 
-func (in *kinesisInput) newPublisher(client *kinesis.Client, streamARN, streamName string) recordPublisher {
-	return polling.New(client, streamARN, polling.Options{
-		Interval: in.conf.PollingInterval,
-		Limit:    in.conf.PollingLimit,
-		Logger:   in.log,
-		Throttled: func(shardID string) {
-			in.metrics.throttles.Incr(1, streamName, shardID)
+// prepareStream finds the stream (and with fan-out, its consumer) and sets up
+// its reader. With registration none it makes no call at all: the consumer ARN
+// names the stream.
+func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Client, ref streamRef, where string) (*streamReader, error) {
+	s := &streamReader{in: in, name: ref.Name, client: client}
+	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
+		c := in.conf.EFO.ConsumerARNs[ref.Name]
+		s.arn = c.StreamARN
+		s.pub = in.efoPublisher(client, c.ARN, ref.Name)
+		return s, nil
+	}
+	desc, err := describeStream(ctx, client, ref, where)
+	if err != nil {
+		return nil, err
+	}
+	s.arn, s.created = desc.arn, desc.created
+	if in.conf.Reader == readerPolling {
+		s.pub = polling.New(client, s.arn, polling.Options{
+			Interval: in.conf.PollingInterval,
+			Limit:    in.conf.PollingLimit,
+			Logger:   in.log,
+			Throttled: func(shardID string) {
+				in.metrics.throttles.Incr(1, ref.Name, shardID)
+			},
+		})
+		return s, nil
+	}
+	wait := efo.WaitOptions{Logger: in.log}
+	var consumer efo.Consumer
+	if in.conf.EFO.Registration == registrationLazy {
+		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+	} else {
+		consumer, err = efo.Describe(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.log.Infof("stream %s: reading through consumer %s", ref.Name, consumer.ARN)
+	if in.conf.EFO.DeregisterOnClose {
+		s.deregister = consumer.ARN
+	}
+	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name)
+	return s, nil
+}
+
+func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string) recordPublisher {
+	return efo.New(client, consumerARN, efo.Options{
+		Logger: in.log,
+		Hooks: efo.Hooks{
+			Subscribed: func(shardID string, resubscribe bool) {
+				if resubscribe {
+					in.metrics.resubscribes.Incr(1, streamName, shardID)
+				} else {
+					in.metrics.subscriptions.Incr(1, streamName, shardID)
+				}
+			},
+			Failed: func(shardID string, class awserr.Class, err error) {
+				in.metrics.subscribeErrs.Incr(1, streamName, shardID, class.String())
+			},
 		},
 	})
 }
@@ -219,6 +265,16 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 	if in.store != nil {
 		errs = append(errs, in.store.Close())
 		in.store = nil
+	}
+	for _, s := range in.streams {
+		if s.deregister == "" {
+			continue
+		}
+		if err := efo.Deregister(ctx, s.client, s.deregister); err != nil {
+			errs = append(errs, err)
+		} else {
+			in.log.Infof("stream %s: deregistered consumer %s (deregister_on_close)", s.name, s.deregister)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,9 @@ type metrics struct {
 	commits        *service.MetricCounter // stream
 	commitFailures *service.MetricCounter // stream
 	ownedShards    *service.MetricGauge   // stream
+	subscriptions  *service.MetricCounter // stream, shard
+	resubscribes   *service.MetricCounter // stream, shard
+	subscribeErrs  *service.MetricCounter // stream, shard, class
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -22,5 +25,8 @@ func newMetrics(m *service.Metrics) *metrics {
 		commits:        m.NewCounter("kinesis_checkpoint_commits", "stream"),
 		commitFailures: m.NewCounter("kinesis_checkpoint_failures", "stream"),
 		ownedShards:    m.NewGauge("kinesis_owned_shards", "stream"),
+		subscriptions:  m.NewCounter("kinesis_subscriptions", "stream", "shard"),
+		resubscribes:   m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
+		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
 	}
 }

@@ -24,6 +24,9 @@ type streamReader struct {
 	created time.Time
 	client  *kinesis.Client
 	pub     recordPublisher
+	// deregister is the consumer ARN to deregister at a clean close
+	// (efo.deregister_on_close), or empty.
+	deregister string
 
 	// events from shard readers to the run loop.
 	events chan shardEvent

@@ -10,7 +10,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
-	_ "github.com/benthos-kinesis/benthos-kinesis/input"
+	"github.com/benthos-kinesis/benthos-kinesis/input"
 )
 
 // Set by -ldflags "-X main.version=... -X main.dateBuilt=...".
@@ -24,5 +24,6 @@ func main() {
 		service.CLIOptSetBinaryName("benthos-kinesis"),
 		service.CLIOptSetProductName("Benthos with Kinesis Enhanced Fan-Out"),
 		service.CLIOptSetVersion(version, dateBuilt),
+		service.CLIOptAddCommand(input.EFOCommand()),
 	)
 }

@@ -1,0 +1,165 @@
+package efo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// Consumer is a registered stream consumer.
+type Consumer struct {
+	ARN     string
+	Name    string
+	Status  types.ConsumerStatus
+	Created time.Time
+}
+
+// WaitOptions tune how registration waits and retries. The zero value of each
+// field means its default.
+type WaitOptions struct {
+	// BackoffInitial and BackoffMax bound the jittered exponential wait
+	// between control-plane calls. Defaults 500ms and 10s.
+	BackoffInitial, BackoffMax time.Duration
+	// Timeout bounds the whole wait for the consumer to become ACTIVE (or, for
+	// a consumer being deleted, to disappear). Default 5 minutes.
+	Timeout time.Duration
+	// Logger receives progress logs; default none.
+	Logger shard.Logger
+}
+
+func (o WaitOptions) withDefaults() WaitOptions {
+	if o.BackoffInitial <= 0 {
+		o.BackoffInitial = 500 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 10 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = shard.NopLogger{}
+	}
+	return o
+}
+
+// errNotRegistered is wrapped by Describe when the consumer does not exist.
+var errNotRegistered = errors.New("consumer is not registered")
+
+// IsNotRegistered reports whether Describe failed because the consumer does
+// not exist.
+func IsNotRegistered(err error) bool { return errors.Is(err, errNotRegistered) }
+
+// Register finds the consumer by name and registers it if it is absent, then
+// waits until it is ACTIVE. It is the lazy strategy: many processes may call it
+// at once for the same consumer; one registration wins (the others see
+// ResourceInUse and wait for the winner's consumer), throttling is retried with
+// jitter, and ListStreamConsumers is never called.
+func Register(ctx context.Context, api ConsumerAPI, streamARN, name string, opts WaitOptions) (Consumer, error) {
+	return waitActive(ctx, api, streamARN, name, true, opts.withDefaults())
+}
+
+// Describe waits until the consumer, registered beforehand, is ACTIVE. It is
+// the eager strategy: it never registers.
+func Describe(ctx context.Context, api ConsumerAPI, streamARN, name string, opts WaitOptions) (Consumer, error) {
+	return waitActive(ctx, api, streamARN, name, false, opts.withDefaults())
+}
+
+func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, register bool, opts WaitOptions) (Consumer, error) {
+	what := fmt.Sprintf("consumer %s of stream %s", name, streamARN)
+	deadline := time.Now().Add(opts.Timeout)
+	bo := backoff.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax}
+	status := "not yet described"
+	for {
+		out, err := api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
+			StreamARN: aws.String(streamARN), ConsumerName: aws.String(name),
+		})
+		switch {
+		case err == nil && out.ConsumerDescription != nil:
+			c := consumerOf(out.ConsumerDescription)
+			status = string(c.Status)
+			switch c.Status {
+			case types.ConsumerStatusActive:
+				return c, nil
+			case types.ConsumerStatusDeleting:
+				if !register {
+					return c, fmt.Errorf("%s is being deleted (DELETING): register it again once it is gone, or use registration: lazy", what)
+				}
+				opts.Logger.Infof("%s is being deleted; waiting to register it again", what)
+			default:
+				opts.Logger.Debugf("%s is %s; waiting for ACTIVE", what, c.Status)
+			}
+		case awserr.Is(err, "ResourceNotFoundException"):
+			if !register {
+				return Consumer{}, fmt.Errorf("%s: %w: register it first (benthos-kinesis efo register --stream %s --consumer-name %s), or use registration: lazy", what, errNotRegistered, streamARN, name)
+			}
+			status = "absent"
+			rerr := registerOnce(ctx, api, streamARN, name)
+			switch {
+			case rerr == nil:
+				opts.Logger.Infof("registered %s", what)
+				status = string(types.ConsumerStatusCreating)
+			case awserr.Is(rerr, "ResourceInUseException"):
+				opts.Logger.Debugf("%s: another process registered it first", what)
+			case awserr.Classify(rerr) == awserr.Fatal:
+				return Consumer{}, registrationError(what, "RegisterStreamConsumer", rerr)
+			default:
+				opts.Logger.Debugf("%s: registering: %v", what, rerr)
+				status = "absent (registering: " + rerr.Error() + ")"
+			}
+		case err != nil && awserr.Classify(err) == awserr.Fatal:
+			return Consumer{}, registrationError(what, "DescribeStreamConsumer", err)
+		case err != nil:
+			opts.Logger.Debugf("%s: describing: %v", what, err)
+		}
+		if time.Now().After(deadline) {
+			return Consumer{}, fmt.Errorf("%s did not become ACTIVE within %v (last seen: %s)", what, opts.Timeout, status)
+		}
+		if err := bo.Wait(ctx); err != nil {
+			return Consumer{}, err
+		}
+	}
+}
+
+func registerOnce(ctx context.Context, api ConsumerAPI, streamARN, name string) error {
+	_, err := api.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{
+		StreamARN: aws.String(streamARN), ConsumerName: aws.String(name),
+	})
+	return err
+}
+
+func registrationError(what, op string, err error) error {
+	hint := ""
+	if awserr.Is(err, "AccessDeniedException") {
+		hint = " (the credentials need kinesis:DescribeStreamConsumer and, for registration: lazy, kinesis:RegisterStreamConsumer)"
+	}
+	return fmt.Errorf("%s: %s: %w%s", what, op, err, hint)
+}
+
+// Deregister deletes the consumer. A consumer that is already gone is not an
+// error.
+func Deregister(ctx context.Context, api ConsumerAPI, consumerARN string) error {
+	_, err := api.DeregisterStreamConsumer(ctx, &kinesis.DeregisterStreamConsumerInput{ConsumerARN: aws.String(consumerARN)})
+	if err != nil && !awserr.Is(err, "ResourceNotFoundException") {
+		return fmt.Errorf("deregistering consumer %s: %w", consumerARN, err)
+	}
+	return nil
+}
+
+func consumerOf(d *types.ConsumerDescription) Consumer {
+	return Consumer{
+		ARN:     aws.ToString(d.ConsumerARN),
+		Name:    aws.ToString(d.ConsumerName),
+		Status:  d.ConsumerStatus,
+		Created: aws.ToTime(d.ConsumerCreationTimestamp),
+	}
+}

@@ -1,0 +1,283 @@
+// Package efo reads Kinesis shards by Enhanced Fan-Out: a registered stream
+// consumer subscribes to each shard (SubscribeToShard) and records are pushed
+// over HTTP/2 with a dedicated 2 MiB/s per shard. It also registers,
+// describes and deregisters stream consumers.
+package efo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// Options tune a Publisher. The zero value of each field means its default.
+type Options struct {
+	// SubscribeGap is the least time between two SubscribeToShard calls for
+	// one shard. Default and AWS's limit: 1s.
+	SubscribeGap time.Duration
+	// Watchdog replaces a subscription that delivers nothing, not even an
+	// empty event, for this long while the reader waits for it (time spent
+	// waiting for the pipeline does not count). Default 35s.
+	Watchdog time.Duration
+	// RetryLimit is how many consecutive retryable errors (throttling,
+	// LimitExceeded, unknown errors) a shard tolerates before Read returns the
+	// last one. Recoverable errors (connection resets, time-outs,
+	// ResourceInUse during a hand-over, InternalFailure) never count.
+	// Default 10.
+	RetryLimit int
+	// BackoffInitial and BackoffMax bound the jittered exponential wait after
+	// a failure. Defaults 1s and 30s.
+	BackoffInitial, BackoffMax time.Duration
+	// Logger receives subscription logs; default none.
+	Logger shard.Logger
+	// Hooks observe subscriptions, for metrics; each may be nil.
+	Hooks Hooks
+}
+
+// Hooks are called from the shard's reading goroutine.
+type Hooks struct {
+	// Subscribed is called when a subscription opened; resubscribe is false
+	// for the first subscription of a Read.
+	Subscribed func(shardID string, resubscribe bool)
+	// Failed is called for every failed subscription, with its class.
+	Failed func(shardID string, class awserr.Class, err error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.SubscribeGap <= 0 {
+		o.SubscribeGap = time.Second
+	}
+	if o.Watchdog <= 0 {
+		o.Watchdog = 35 * time.Second
+	}
+	if o.RetryLimit <= 0 {
+		o.RetryLimit = 10
+	}
+	if o.BackoffInitial <= 0 {
+		o.BackoffInitial = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = shard.NopLogger{}
+	}
+	if o.Hooks.Subscribed == nil {
+		o.Hooks.Subscribed = func(string, bool) {}
+	}
+	if o.Hooks.Failed == nil {
+		o.Hooks.Failed = func(string, awserr.Class, error) {}
+	}
+	return o
+}
+
+// Publisher reads the shards of one stream through one registered consumer.
+type Publisher struct {
+	api      SubscribeAPI
+	consumer string
+	opts     Options
+}
+
+// New returns a Publisher that subscribes as the consumer with the given ARN.
+func New(api SubscribeAPI, consumerARN string, opts Options) *Publisher {
+	return &Publisher{api: api, consumer: consumerARN, opts: opts.withDefaults()}
+}
+
+// Read delivers the records of shardID from start, in order, until the shard
+// ends (it then returns nil after a batch with End set), ctx ends, deliver
+// fails, or an error that retrying will not heal. A subscription that ends
+// (AWS ends each after 5 minutes) is renewed from where it stopped.
+func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+	if err := start.Validate(); err != nil {
+		return &Error{Consumer: p.consumer, Shard: shardID, Class: awserr.Fatal, Err: err}
+	}
+	r := &reader{Publisher: p, shardID: shardID, pos: start}
+	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
+	return r.run(ctx, deliver)
+}
+
+// reader is the state of one Read.
+type reader struct {
+	*Publisher
+	shardID       string
+	pos           shard.Start // where the next subscription starts
+	lastDelivered string      // sequence number of the last record delivered
+	lastSubscribe time.Time
+	subscriptions int
+	backoff       backoff.Backoff
+	failures      int // consecutive retryable failures
+	inUse         int // consecutive ResourceInUse answers
+}
+
+// inUseWarnEvery: a hand-over takes a few seconds; this many refusals in a
+// row mean something else holds the shard.
+const inUseWarnEvery = 10
+
+// errSilent ends a subscription that the watchdog found silent.
+var errSilent = errors.New("subscription delivered nothing within the watchdog period")
+
+func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
+	for {
+		if err := backoff.Sleep(ctx, time.Until(r.lastSubscribe.Add(r.opts.SubscribeGap))); err != nil {
+			return err
+		}
+		ended, err := r.subscribe(ctx, deliver)
+		if ended {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			continue // the subscription ran its course: renew it at once
+		}
+		if stop := r.failed(ctx, err); stop != nil {
+			return stop
+		}
+	}
+}
+
+// subscribe runs one subscription until it ends. It reports whether the
+// shard ended, and the error that ended the subscription, if any.
+func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.lastSubscribe = time.Now()
+	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
+		ConsumerARN:      aws.String(r.consumer),
+		ShardId:          aws.String(r.shardID),
+		StartingPosition: startingPosition(r.pos),
+	})
+	if err != nil {
+		return false, err
+	}
+	stream := out.GetStream()
+	defer stream.Close()
+	r.opts.Hooks.Subscribed(r.shardID, r.subscriptions > 0)
+	r.subscriptions++
+	r.opts.Logger.Debugf("shard %s: subscribed from %v", r.shardID, r.pos)
+
+	watchdog := time.NewTimer(r.opts.Watchdog)
+	defer watchdog.Stop()
+	for {
+		var ev types.SubscribeToShardEventStream
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-watchdog.C:
+			return false, errSilent
+		case ev, ok = <-stream.Events():
+		}
+		if !ok {
+			return false, stream.Err()
+		}
+		e, isEvent := ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent)
+		if !isEvent {
+			continue // an event type this SDK does not know: skip it
+		}
+		// A subscription that delivers events is healthy: failures before it
+		// no longer count.
+		r.failures = 0
+		r.inUse = 0
+		r.backoff.Reset()
+
+		b, end := r.batch(&e.Value)
+		if err := deliver(ctx, b); err != nil {
+			return false, err
+		}
+		if n := len(b.Records); n > 0 {
+			r.lastDelivered = aws.ToString(b.Records[n-1].SequenceNumber)
+		}
+		if end {
+			return true, nil
+		}
+		if c := aws.ToString(e.Value.ContinuationSequenceNumber); c != "" {
+			r.pos = shard.Start{Kind: shard.AfterSequence, Sequence: c}
+		} else if r.lastDelivered != "" {
+			r.pos = shard.Start{Kind: shard.AfterSequence, Sequence: r.lastDelivered}
+		}
+		// Only time spent waiting on the service counts towards silence, not
+		// time spent waiting for the pipeline to take the batch.
+		watchdog.Reset(r.opts.Watchdog)
+	}
+}
+
+// batch turns an event into a batch for the input. A shard has ended when an
+// event carries no continuation sequence number (AWS then lists the children).
+// Records at or before the last one delivered are dropped: a resubscription
+// must never repeat a record.
+func (r *reader) batch(ev *types.SubscribeToShardEvent) (shard.Batch, bool) {
+	recs := ev.Records
+	if r.lastDelivered != "" {
+		i := 0
+		for i < len(recs) && shard.CompareSequence(aws.ToString(recs[i].SequenceNumber), r.lastDelivered) <= 0 {
+			i++
+		}
+		recs = recs[i:]
+	}
+	end := ev.ContinuationSequenceNumber == nil || (*ev.ContinuationSequenceNumber == "" && len(ev.ChildShards) > 0)
+	b := shard.Batch{Records: recs, MillisBehindLatest: aws.ToInt64(ev.MillisBehindLatest), End: end}
+	if end {
+		b.ChildShards = ev.ChildShards
+	}
+	return b, end
+}
+
+// failed decides what to do after a failed subscription: it waits before the
+// next one, or returns the error that ends the Read.
+func (r *reader) failed(ctx context.Context, err error) error {
+	class := awserr.Classify(err)
+	switch {
+	case errors.Is(err, errSilent):
+		class = awserr.Recoverable
+	case class == awserr.Throttled:
+		class = awserr.Retryable // LimitExceeded on subscribe counts: another process may hold the shard
+	}
+	r.opts.Hooks.Failed(r.shardID, class, err)
+	switch class {
+	case awserr.Canceled:
+		return err
+	case awserr.Fatal:
+		return &Error{Consumer: r.consumer, Shard: r.shardID, Class: class, Err: err}
+	case awserr.Retryable:
+		r.failures++
+		if r.failures >= r.opts.RetryLimit {
+			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: class,
+				Err: fmt.Errorf("%d failures in a row, the last: %w", r.failures, err)}
+		}
+		r.opts.Logger.Warnf("shard %s: subscription failed (%d of %d tries): %v", r.shardID, r.failures, r.opts.RetryLimit, err)
+	default:
+		if awserr.Is(err, "ResourceInUseException") {
+			r.inUse++
+			if r.inUse%inUseWarnEvery == 0 {
+				r.opts.Logger.Warnf("shard %s: %d subscriptions in a row refused as in use: is another process subscribed to this shard with consumer %s?", r.shardID, r.inUse, r.consumer)
+			} else {
+				r.opts.Logger.Debugf("shard %s: subscription still held elsewhere (hand-over), retrying: %v", r.shardID, err)
+			}
+		} else {
+			r.opts.Logger.Infof("shard %s: subscription ended (%v), resubscribing from %v", r.shardID, err, r.pos)
+		}
+	}
+	return r.backoff.Wait(ctx)
+}
+
+func startingPosition(s shard.Start) *types.StartingPosition {
+	p := &types.StartingPosition{Type: types.ShardIteratorType(s.Kind.String())}
+	switch s.Kind {
+	case shard.AtSequence, shard.AfterSequence:
+		p.SequenceNumber = aws.String(s.Sequence)
+	case shard.AtTimestamp:
+		p.Timestamp = aws.Time(s.Timestamp)
+	}
+	return p
+}

@@ -1,0 +1,175 @@
+package input
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/urfave/cli/v2"
+
+	"github.com/benthos-kinesis/benthos-kinesis/efo"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+)
+
+// EFOCommand is the `efo` subcommand of the binary: it registers, describes,
+// lists and deregisters stream consumers, for the eager registration strategy
+// (register once, outside the pipelines) and for operators.
+func EFOCommand() *cli.Command {
+	common := []cli.Flag{
+		&cli.StringFlag{Name: "stream", Usage: "the stream, by name or ARN", Required: true},
+		&cli.StringFlag{Name: "region", Usage: "the AWS region (default: the stream ARN's, else the AWS SDK's)"},
+		&cli.StringFlag{Name: "endpoint", Usage: "a custom Kinesis endpoint URL, e.g. http://127.0.0.1:4568"},
+		&cli.StringFlag{Name: "profile", Usage: "a profile of the shared AWS config"},
+		&cli.StringFlag{Name: "role", Usage: "the ARN of a role to assume"},
+		&cli.StringFlag{Name: "role-external-id", Usage: "the external id to present when assuming the role"},
+	}
+	named := append([]cli.Flag{&cli.StringFlag{Name: "consumer-name", Usage: "the stream consumer's name", Required: true}}, common...)
+	timeout := &cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "how long to wait for the consumer to become ACTIVE"}
+	return &cli.Command{
+		Name:  "efo",
+		Usage: "Manage Enhanced Fan-Out stream consumers",
+		Description: "Static credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n" +
+			"AWS_SESSION_TOKEN) or the shared config, as for any AWS SDK program.",
+		Subcommands: []*cli.Command{
+			{
+				Name:   "register",
+				Usage:  "Register a consumer if it is absent, wait until it is ACTIVE and print its ARN",
+				Flags:  append(named, timeout),
+				Action: efoAction(registerAction),
+			},
+			{
+				Name:   "describe",
+				Usage:  "Print a consumer as JSON",
+				Flags:  named,
+				Action: efoAction(describeAction),
+			},
+			{
+				Name:   "list",
+				Usage:  "List the consumers of a stream: name, status, ARN",
+				Flags:  common,
+				Action: efoAction(listAction),
+			},
+			{
+				Name:   "deregister",
+				Usage:  "Deregister a consumer (every reader using it loses its subscriptions)",
+				Flags:  named,
+				Action: efoAction(deregisterAction),
+			},
+		},
+	}
+}
+
+// efoTarget is what every efo subcommand works on.
+type efoTarget struct {
+	client    *kinesis.Client
+	streamARN string
+	name      string
+	out       io.Writer
+}
+
+func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		ctx := c.Context
+		ref, arnRegion, err := parseStreamRef(c.String("stream"))
+		if err != nil {
+			return cli.Exit("--"+err.Error(), 2)
+		}
+		conf := config{
+			Region:   c.String("region"),
+			Endpoint: c.String("endpoint"),
+			Creds: credentials{
+				Profile: c.String("profile"), Role: c.String("role"), RoleExternalID: c.String("role-external-id"),
+			},
+		}
+		if conf.Region == "" {
+			conf.Region = arnRegion
+		}
+		cfg, err := awsConfig(ctx, conf)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		client := kinesisClient(cfg, conf)
+		desc, err := describeStream(ctx, client, ref, "region "+cfg.Region)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		t := efoTarget{client: client, streamARN: desc.arn, name: c.String("consumer-name"), out: c.App.Writer}
+		if err := fn(ctx, c, t); err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		return nil
+	}
+}
+
+func registerAction(ctx context.Context, c *cli.Context, t efoTarget) error {
+	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, efo.WaitOptions{Timeout: c.Duration("timeout")})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(t.out, consumer.ARN)
+	return err
+}
+
+func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+	out, err := t.client.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
+		StreamARN: aws.String(t.streamARN), ConsumerName: aws.String(t.name),
+	})
+	if awserr.Is(err, "ResourceNotFoundException") {
+		return fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
+	}
+	if err != nil {
+		return err
+	}
+	d := out.ConsumerDescription
+	enc := json.NewEncoder(t.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{
+		"consumer_name": aws.ToString(d.ConsumerName),
+		"consumer_arn":  aws.ToString(d.ConsumerARN),
+		"status":        string(d.ConsumerStatus),
+		"created":       aws.ToTime(d.ConsumerCreationTimestamp).UTC().Format(time.RFC3339),
+		"stream_arn":    aws.ToString(d.StreamARN),
+	})
+}
+
+func listAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+	p := kinesis.NewListStreamConsumersPaginator(t.client, &kinesis.ListStreamConsumersInput{StreamARN: aws.String(t.streamARN)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range page.Consumers {
+			if _, err := fmt.Fprintf(t.out, "%s\t%s\t%s\n", aws.ToString(c.ConsumerName), c.ConsumerStatus, aws.ToString(c.ConsumerARN)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func deregisterAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+	out, err := t.client.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
+		StreamARN: aws.String(t.streamARN), ConsumerName: aws.String(t.name),
+	})
+	if awserr.Is(err, "ResourceNotFoundException") {
+		return fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
+	}
+	if err != nil {
+		return err
+	}
+	arn := aws.ToString(out.ConsumerDescription.ConsumerARN)
+	if arn == "" {
+		return errors.New("the service described the consumer without an ARN")
+	}
+	if err := efo.Deregister(ctx, t.client, arn); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(t.out, "deregistered %s\n", arn)
+	return err
+}
