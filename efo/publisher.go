@@ -12,7 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
@@ -156,7 +158,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	})
+	}, ownCodec)
 	if err != nil {
 		return false, err
 	}
@@ -269,6 +271,14 @@ func (r *reader) failed(ctx context.Context, err error) error {
 		}
 	}
 	return r.backoff.Wait(ctx)
+}
+
+// ownCodec gives each SubscribeToShard call a protocol instance of its own.
+// The client's shared one keeps unguarded scratch state in its event stream
+// codec, used by every open stream at once (aws/smithy-go issue 714, seen with
+// smithy-go v1.28.9): a data race with many shards subscribed on one client.
+func ownCodec(o *kinesis.Options) {
+	o.Protocol = awsjson.New11(schemas.Kinesis_20131202)
 }
 
 func startingPosition(s shard.Start) *types.StartingPosition {
