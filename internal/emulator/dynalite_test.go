@@ -1,0 +1,58 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func TestDynaliteTable(t *testing.T) {
+	start := time.Now()
+	d := Dynalite(t, WithTableDelay(100*time.Millisecond))
+	t.Logf("dynalite ready at %s in %v", d.Endpoint, time.Since(start).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := d.Client()
+
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("leases"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("leaseKey"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("leaseKey"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	var desc *types.TableDescription
+	waitFor(ctx, t, "table ACTIVE", func() (bool, error) {
+		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
+		if err != nil {
+			return false, err
+		}
+		desc = out.Table
+		return desc.TableStatus == types.TableStatusActive, nil
+	})
+	if len(desc.KeySchema) != 1 || aws.ToString(desc.KeySchema[0].AttributeName) != "leaseKey" {
+		t.Fatalf("key schema %+v", desc.KeySchema)
+	}
+
+	// A conditional write, as lease tables use them: the second one loses.
+	put := &dynamodb.PutItemInput{
+		TableName:           aws.String("leases"),
+		Item:                map[string]types.AttributeValue{"leaseKey": &types.AttributeValueMemberS{Value: "shardId-000000000000"}},
+		ConditionExpression: aws.String("attribute_not_exists(leaseKey)"),
+	}
+	if _, err := c.PutItem(ctx, put); err != nil {
+		t.Fatalf("first conditional PutItem: %v", err)
+	}
+	_, err = c.PutItem(ctx, put)
+	var failed *types.ConditionalCheckFailedException
+	if !errors.As(err, &failed) {
+		t.Fatalf("second conditional PutItem: got %v, want ConditionalCheckFailedException", err)
+	}
+}
