@@ -1,0 +1,232 @@
+package input
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
+)
+
+// localInput is the input's YAML for a kinesis-local emulator.
+func localInput(k *emulator.Kinesis, streams, dir, extra string) string {
+	return fmt.Sprintf(`
+streams: [ %s ]
+endpoint: %s
+region: %s
+credentials: { id: %s, secret: %s }
+reader: polling
+start_from: trim_horizon
+checkpoint: { dir: %s, commit_period: 100ms }
+%s`, streams, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, dir, extra)
+}
+
+// TestLocalManyStreamsExactlyOnce reads 3 streams of 4 shards, 2,000 records
+// per shard, through a whole pipeline from kinesis-local.
+func TestLocalManyStreamsExactlyOnce(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	want := testkit.Produced{}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		testkit.CreateStream(t, client, name, 4)
+		for d, pk := range testkit.Produce(t, client, name, name, 8000, 97) {
+			want[d] = pk
+		}
+	}
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, localInput(k, "alpha, beta, gamma", t.TempDir(), ""), out)
+	out.WaitFor(t, len(want), 2*time.Minute)
+	time.Sleep(500 * time.Millisecond) // anything extra would show now
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	shards := map[string]bool{}
+	for _, m := range msgs {
+		shards[m.Stream+"/"+m.Shard] = true
+	}
+	if len(shards) != 12 {
+		t.Fatalf("records came from %d shards, want 12", len(shards))
+	}
+}
+
+// TestLocalCleanRestart stops the pipeline in the middle of a stream while
+// records are still being written, then starts it again: nothing is lost and
+// nothing repeated.
+func TestLocalCleanRestart(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	testkit.CreateStream(t, client, "orders", 4)
+	want := testkit.Produce(t, client, "orders", "first", 3000, 31)
+	dir := t.TempDir()
+	conf := localInput(k, "orders", dir, "polling: { limit: 100 }\ncheckpoint: { dir: "+dir+", commit_period: 100ms, limit: 200 }")
+	conf = strings.Replace(conf, "checkpoint: { dir: "+dir+", commit_period: 100ms }\n", "", 1)
+
+	first := &testkit.Collector{}
+	p := testkit.StartPipeline(t, conf, first)
+	first.WaitFor(t, 1000, time.Minute)
+	for d, pk := range testkit.Produce(t, client, "orders", "second", 1000, 31) {
+		want[d] = pk
+	}
+	p.Stop(t)
+	n := first.Count()
+	if n >= len(want) {
+		t.Fatalf("the first run read everything (%d): the stop was not mid-stream", n)
+	}
+
+	second := &testkit.Collector{}
+	p = testkit.StartPipeline(t, conf, second)
+	second.WaitFor(t, len(want)-n, time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	p.Stop(t)
+
+	testkit.CheckOrder(t, first.All())
+	testkit.CheckOrder(t, second.All())
+	testkit.CheckDelivery(t, append(first.All(), second.All()...), want, true)
+	t.Logf("first run %d records, second run %d", n, second.Count())
+}
+
+// rejecter nacks every batch holding one of the target records while it is
+// on, and remembers where the targets were.
+type rejecter struct {
+	targets map[string]bool
+	on      func() bool
+	seen    map[string]testkit.Got // target data -> the message
+	nacks   int
+}
+
+func (r *rejecter) reject(batch []testkit.Got) bool {
+	hit := false
+	for _, m := range batch {
+		if r.targets[m.Data] {
+			r.seen[m.Data] = m
+			hit = true
+		}
+	}
+	if hit && r.on() {
+		r.nacks++
+		return true
+	}
+	return false
+}
+
+// TestLocalNackedRecordsComeAgain: with auto_replay_nacks (the default) a
+// rejected batch is delivered again, and while it is rejected the checkpoint
+// of its shard stays before it.
+func TestLocalNackedRecordsComeAgain(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	testkit.CreateStream(t, client, "orders", 2)
+	want := testkit.Produce(t, client, "orders", "n", 2000, 13)
+	dir := t.TempDir()
+
+	var mu sync.Mutex
+	rejecting := true
+	r := &rejecter{targets: map[string]bool{"n-0000500": true, "n-0001500": true}, seen: map[string]testkit.Got{},
+		on: func() bool { mu.Lock(); defer mu.Unlock(); return rejecting }}
+	out := &testkit.Collector{Reject: r.reject}
+	p := testkit.StartPipeline(t, localInput(k, "orders", dir, "polling: { limit: 50 }"), out)
+	arn := k.StreamARN("orders")
+
+	// While the targets are rejected, the checkpoint never reaches them:
+	// watch it until both targets have been rejected for a while.
+	deadline := time.Now().Add(30 * time.Second)
+	var bothSince time.Time
+	for bothSince.IsZero() || time.Since(bothSince) < 2*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatalf("targets seen %d, nacks %d: the test did not reject both", len(r.seen), r.nacks)
+		}
+		cps := testkit.ReadCheckpointsUnlocked(t, dir, arn)
+		out.Lock()
+		for _, m := range r.seen {
+			if !testkit.AfterCheckpoint(m, cps) {
+				out.Unlock()
+				t.Fatalf("the checkpoint of shard %s passed the rejected record %s (seq %s)", m.Shard, m.Data, m.Seq)
+			}
+		}
+		if len(r.seen) == 2 && bothSince.IsZero() {
+			bothSince = time.Now()
+		}
+		out.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	rejecting = false
+	mu.Unlock()
+
+	out.WaitFor(t, len(want), time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	testkit.CheckDelivery(t, out.All(), want, true)
+	cps := testkit.ReadCheckpoints(t, dir, arn)
+	for _, m := range r.seen {
+		if testkit.AfterCheckpoint(m, cps) {
+			t.Fatalf("after the replay succeeded the checkpoint of shard %s is still before %s", m.Shard, m.Data)
+		}
+	}
+}
+
+// TestLocalNackWithoutReplayHoldsCheckpoint: with auto_replay_nacks false a
+// rejected record is not delivered again in this run, but the checkpoint never
+// passes it, so the next run reads it again.
+func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	testkit.CreateStream(t, client, "orders", 2)
+	want := testkit.Produce(t, client, "orders", "n", 1000, 13)
+	dir := t.TempDir()
+	conf := localInput(k, "orders", dir, "polling: { limit: 50 }\nauto_replay_nacks: false")
+
+	r := &rejecter{targets: map[string]bool{"n-0000300": true}, seen: map[string]testkit.Got{}, on: func() bool { return true }}
+	first := &testkit.Collector{Reject: r.reject}
+	p := testkit.StartPipeline(t, conf, first)
+	// Everything but the rejected batch arrives.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		first.Lock()
+		n, nacks := len(first.Msgs()), r.nacks
+		first.Unlock()
+		if nacks > 0 && n >= len(want)-50 {
+			time.Sleep(time.Second)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records, %d nacks", n, nacks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.Stop(t)
+	if r.nacks != 1 {
+		t.Fatalf("the rejected batch was delivered %d times in one run, want once (no replay)", r.nacks)
+	}
+	target := r.seen["n-0000300"]
+	cps := testkit.ReadCheckpoints(t, dir, k.StreamARN("orders"))
+	if !testkit.AfterCheckpoint(target, cps) {
+		t.Fatalf("the checkpoint of shard %s (%+v) passed the rejected record (seq %s)", target.Shard, cps.Shards[target.Shard].Position, target.Seq)
+	}
+
+	second := &testkit.Collector{}
+	p = testkit.StartPipeline(t, conf, second)
+	deadline = time.Now().Add(time.Minute)
+	for !containsData(second.All(), "n-0000300") {
+		if time.Now().After(deadline) {
+			t.Fatal("the rejected record did not come again after a restart")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	p.Stop(t)
+	testkit.CheckDelivery(t, append(first.All(), second.All()...), want, false)
+}
+
+func containsData(msgs []testkit.Got, data string) bool {
+	for _, m := range msgs {
+		if m.Data == data {
+			return true
+		}
+	}
+	return false
+}
