@@ -1,0 +1,116 @@
+// Command kinesis-emulator runs the in-process fake Kinesis Data Streams
+// server (internal/kinesisfake) on its own, for local development and demos.
+//
+// It prints the endpoint URL as the first line on stdout once it is ready,
+// logs to stderr, and stops cleanly on SIGINT or SIGTERM:
+//
+//	kinesis-emulator -listen 127.0.0.1:4568 -streams orders:4,clicks:2
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "kinesis-emulator:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kinesis-emulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		listen     = fs.String("listen", "127.0.0.1:4568", "address to listen on")
+		streams    = fs.String("streams", "", "streams to create, e.g. orders:4,clicks:2 (name:shards)")
+		useTLS     = fs.Bool("tls", false, "serve HTTPS with a self-signed certificate and HTTP/2 (as AWS)")
+		certFile   = fs.String("tls-cert-file", "", "with -tls, write the certificate (PEM) here for clients to trust")
+		lifetime   = fs.Duration("subscription-lifetime", 5*time.Minute, "how long a SubscribeToShard stream lasts")
+		activation = fs.Duration("consumer-activation-delay", 3*time.Second, "how long a new consumer stays CREATING")
+		quotas     = fs.Bool("quotas", true, "enforce the AWS read and control-plane quotas")
+		writeQ     = fs.Bool("write-quotas", false, "enforce the per-shard write quotas")
+		region     = fs.String("region", "us-east-1", "region in ARNs")
+		account    = fs.String("account", "000000000000", "account id in ARNs")
+		logLevel   = fs.String("log-level", "info", "debug (every call), info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	presets, err := parseStreams(*streams)
+	if err != nil {
+		return fmt.Errorf("-streams %q: %w", *streams, err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	opts := []kinesisfake.Opt{
+		kinesisfake.ListenAddr(*listen),
+		kinesisfake.SubscriptionLifetime(*lifetime),
+		kinesisfake.ConsumerActivationDelay(*activation),
+		kinesisfake.Quotas(*quotas),
+		kinesisfake.WriteQuotas(*writeQ),
+		kinesisfake.Region(*region),
+		kinesisfake.Account(*account),
+		kinesisfake.Logger(logger),
+	}
+	if *useTLS {
+		opts = append(opts, kinesisfake.TLS())
+	}
+	opts = append(opts, presets...)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := kinesisfake.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if *certFile != "" {
+		if !*useTLS {
+			return errors.New("-tls-cert-file needs -tls")
+		}
+		if err := os.WriteFile(*certFile, srv.CertificatePEM(), 0o644); err != nil {
+			return fmt.Errorf("write certificate: %w", err)
+		}
+	}
+	fmt.Fprintln(stdout, srv.Endpoint())
+	logger.Info("kinesis-emulator ready", "endpoint", srv.Endpoint(), "region", *region, "streams", *streams)
+	<-ctx.Done()
+	logger.Info("kinesis-emulator stopping")
+	srv.Close()
+	return nil
+}
+
+// parseStreams parses "orders:4,clicks:2" into Stream options.
+func parseStreams(spec string) ([]kinesisfake.Opt, error) {
+	var out []kinesisfake.Opt
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		name, count, ok := strings.Cut(strings.TrimSpace(item), ":")
+		n, err := strconv.Atoi(count)
+		if !ok || name == "" || err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not name:shards with shards >= 1", item)
+		}
+		out = append(out, kinesisfake.Stream(name, n))
+	}
+	return out, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+)
+
+// TestMain lets the test binary act as the emulator, so that the end-to-end
+// test runs the real main without building another binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("KINESIS_EMULATOR_AS_MAIN") == "1" {
+		os.Args = append([]string{"kinesis-emulator"}, strings.Fields(os.Getenv("KINESIS_EMULATOR_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseStreams(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		n    int
+		ok   bool
+	}{
+		{"", 0, true},
+		{"orders:4", 1, true},
+		{"orders:4, clicks:2", 2, true},
+		{"orders", 0, false},
+		{"orders:0", 0, false},
+		{":3", 0, false},
+		{"orders:x", 0, false},
+	} {
+		opts, err := parseStreams(tc.spec)
+		if (err == nil) != tc.ok || len(opts) != tc.n {
+			t.Errorf("%q: %d options, err %v", tc.spec, len(opts), err)
+		}
+	}
+}
+
+func TestEmulatorRunsAndStopsOnSIGTERM(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "KINESIS_EMULATOR_AS_MAIN=1",
+		"KINESIS_EMULATOR_ARGS=-listen 127.0.0.1:0 -streams orders:4,clicks:2 -log-level debug")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no endpoint line: %v; stderr: %s", err, stderr.String())
+	}
+	endpoint := strings.TrimSpace(line)
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("endpoint line %q", line)
+	}
+
+	c := kinesis.New(kinesis.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "y"}, nil
+		}),
+	})
+	out, err := c.ListStreams(ctx, &kinesis.ListStreamsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(out.StreamNames, ",") != "clicks,orders" {
+		t.Fatalf("streams %v", out.StreamNames)
+	}
+	sum, err := c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders")})
+	if err != nil || *sum.StreamDescriptionSummary.OpenShardCount != 4 {
+		t.Fatalf("orders: %v", err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v; stderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "op=ListStreams") || !strings.Contains(stderr.String(), "stopping") {
+		t.Fatalf("log lacks the calls or the stop: %s", stderr.String())
+	}
+}
