@@ -1,6 +1,7 @@
 package input
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -9,38 +10,59 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// Metadata keys set on every message.
+// Metadata keys set on messages.
 const (
-	metaStream       = "kinesis_stream"
-	metaShard        = "kinesis_shard"
-	metaPartitionKey = "kinesis_partition_key"
-	metaSequence     = "kinesis_sequence_number"
-	metaSubSequence  = "kinesis_sub_sequence_number"
-	metaArrival      = "kinesis_arrival_timestamp"
-	metaMillisBehind = "kinesis_millis_behind_latest"
+	metaStream          = "kinesis_stream"
+	metaShard           = "kinesis_shard"
+	metaPartitionKey    = "kinesis_partition_key"
+	metaExplicitHashKey = "kinesis_explicit_hash_key"
+	metaSequence        = "kinesis_sequence_number"
+	metaSubSequence     = "kinesis_sub_sequence_number"
+	metaArrival         = "kinesis_arrival_timestamp"
+	metaMillisBehind    = "kinesis_millis_behind_latest"
+	metaDeaggError      = "kinesis_deaggregation_error"
 )
 
 // converter turns the Kinesis records of one shard into Benthos messages and
-// positions.
+// their positions, splitting KPL aggregated records into their user records.
 type converter struct {
 	stream, shardID string
 	metrics         *metrics
+	log             *service.Logger
+	deaggregate     bool
+
+	// hashRange is the shard's hash key range; after a reshard, user records
+	// of an aggregate whose hash key lies outside it belong to another shard
+	// and are dropped, as Kinesis consumers must. Unknown: no filtering.
+	hashRange    kpl.HashKeyRange
+	hasHashRange bool
 
 	// skip: when resuming inside an aggregated record, the user records up to
 	// and including skipSub of record skipSeq were already acknowledged.
 	skipSeq string
-	skipSub int64
+	skipSub uint64
+
+	unpacker kpl.Unpacker
+	scratch  []kpl.UserRecord
 
 	positions []checkpoint.Position // of the messages of the last convert
 }
 
 func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) *converter {
-	c := &converter{stream: s.name, shardID: info.id, metrics: s.in.metrics}
+	c := &converter{stream: s.name, shardID: info.id, metrics: s.in.metrics, log: s.in.log, deaggregate: s.in.conf.Deaggregate}
+	if info.hashLow != "" && info.hashHigh != "" {
+		if r, err := kpl.ParseHashKeyRange(info.hashLow, info.hashHigh); err == nil {
+			c.hashRange, c.hasHashRange = r, true
+		} else {
+			c.log.Warnf("stream %s shard %s: hash key range %s-%s: %v; aggregated records are not filtered by it", s.name, info.id, info.hashLow, info.hashHigh, err)
+		}
+	}
 	if resume != nil && resume.Partial {
-		c.skipSeq, c.skipSub = resume.Sequence, resume.SubSequence
+		c.skipSeq, c.skipSub = resume.Sequence, uint64(resume.SubSequence)
 	}
 	return c
 }
@@ -55,13 +77,22 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 	for i := range b.Records {
 		rec := &b.Records[i]
 		seq := aws.ToString(rec.SequenceNumber)
+		bytes += int64(len(rec.Data))
+		skip, skipSub := false, uint64(0)
 		if c.skipSeq != "" {
-			if shard.CompareSequence(seq, c.skipSeq) > 0 {
+			switch shard.CompareSequence(seq, c.skipSeq) {
+			case 0:
+				skip, skipSub = true, c.skipSub
+				c.skipSeq = ""
+			case 1:
 				c.skipSeq = ""
 			}
 		}
-		bytes += int64(len(rec.Data))
-		msgs = append(msgs, c.message(rec, rec.Data, seq, millis))
+		if c.deaggregate && kpl.IsAggregated(rec.Data) {
+			msgs = c.unpack(msgs, rec, seq, millis, skip, skipSub)
+			continue
+		}
+		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), seq, millis))
 		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
 	}
 	c.metrics.recordsRead.Incr(int64(len(b.Records)), c.stream, c.shardID)
@@ -72,11 +103,47 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 	return msgs, c.positions[len(c.positions)-1], len(msgs)
 }
 
-func (c *converter) message(rec *types.Record, data []byte, seq, millis string) *service.Message {
+// unpack appends the user records of an aggregated record. A corrupt
+// aggregate is delivered whole, flagged with an error, never dropped.
+func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq, millis string, skip bool, skipSub uint64) service.MessageBatch {
+	users, _, err := c.unpacker.Unpack(c.scratch[:0], rec.Data)
+	if err != nil {
+		c.log.Warnf("stream %s shard %s: record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", c.stream, c.shardID, seq, err)
+		m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), seq, millis)
+		m.MetaSetMut(metaDeaggError, err.Error())
+		m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
+		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
+		return append(msgs, m)
+	}
+	c.scratch = users[:0]
+	last := len(users) - 1
+	for i := range users {
+		u := &users[i]
+		if skip && u.SubSequence <= skipSub {
+			continue
+		}
+		if c.hasHashRange {
+			hk, err := u.HashKey()
+			if err == nil && !c.hashRange.Contains(hk) {
+				continue // belongs to another shard since a reshard
+			}
+		}
+		m := c.message(rec, u.Data, u.PartitionKey, seq, millis)
+		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
+		if u.ExplicitHashKey != "" {
+			m.MetaSetMut(metaExplicitHashKey, u.ExplicitHashKey)
+		}
+		msgs = append(msgs, m)
+		c.positions = append(c.positions, checkpoint.Position{Sequence: seq, SubSequence: int64(u.SubSequence), Partial: i < last})
+	}
+	return msgs
+}
+
+func (c *converter) message(rec *types.Record, data []byte, partitionKey, seq, millis string) *service.Message {
 	m := service.NewMessage(data)
 	m.MetaSetMut(metaStream, c.stream)
 	m.MetaSetMut(metaShard, c.shardID)
-	m.MetaSetMut(metaPartitionKey, aws.ToString(rec.PartitionKey))
+	m.MetaSetMut(metaPartitionKey, partitionKey)
 	m.MetaSetMut(metaSequence, seq)
 	if rec.ApproximateArrivalTimestamp != nil {
 		m.MetaSetMut(metaArrival, rec.ApproximateArrivalTimestamp.UTC().Format(time.RFC3339Nano))

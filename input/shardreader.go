@@ -160,7 +160,7 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	}
 	msgs, last, n := r.conv.convert(b)
 	if n == 0 {
-		return nil
+		return nil // nothing to hand over: e.g. an empty aggregate, or sub-records of another shard
 	}
 	if r.batcher == nil {
 		return r.emit(ctx, msgs, last, n)

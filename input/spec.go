@@ -95,8 +95,14 @@ Each message carries:
 - kinesis_shard: the shard id
 - kinesis_partition_key
 - kinesis_sequence_number
+- kinesis_sub_sequence_number: the index of a user record inside a KPL aggregated record (aggregated records only)
+- kinesis_explicit_hash_key: a user record's explicit hash key, when its producer set one (aggregated records only)
 - kinesis_arrival_timestamp: RFC 3339
 - kinesis_millis_behind_latest: how far the read was behind the tip of the shard when the record was read
+
+### KPL aggregated records
+
+With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer Library as an aggregate becomes one message per user record, with the user record's partition key. Checkpoints hold the sub-sequence number: a restart inside an aggregate resumes at that record and skips the user records already acknowledged. After a reshard, user records whose hash key lies outside the shard's range are dropped (they are read from the shard that owns them). A corrupt aggregate (bad MD5 digest, broken protobuf) is delivered whole as one message flagged with an error (see `+"`errored()`"+` and the `+"`catch`"+` processor), with metadata kinesis_deaggregation_error saying why; it is logged once and never dropped.
 
 ### Metrics
 

@@ -26,6 +26,8 @@ import (
 // Got is one message as the pipeline's output saw it.
 type Got struct {
 	Stream, Shard, Seq, Sub, PK, Data string
+	// Err is the message's error flag, DeaggErr its kinesis_deaggregation_error.
+	Err, DeaggErr string
 }
 
 func (g Got) Position() checkpoint.Position {
@@ -59,6 +61,10 @@ func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
 		batch[i] = Got{
 			Stream: meta("kinesis_stream"), Shard: meta("kinesis_shard"), Seq: meta("kinesis_sequence_number"),
 			Sub: meta("kinesis_sub_sequence_number"), PK: meta("kinesis_partition_key"), Data: string(data),
+			DeaggErr: meta("kinesis_deaggregation_error"),
+		}
+		if err := m.GetError(); err != nil {
+			batch[i].Err = err.Error()
 		}
 	}
 	if c.Slow > 0 {
