@@ -1,0 +1,113 @@
+package kinesisfake
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Behavior: PutRecord.
+//
+// AWS hashes the partition key with MD5 to a 128-bit hash key (or takes
+// ExplicitHashKey), stores the record in the open shard owning that key with
+// a sequence number above every earlier one of the shard and an
+// ApproximateArrivalTimestamp, and returns the shard id and sequence number.
+// Data is at most 1 MiB, the partition key 1 to 256 characters
+// (ValidationException otherwise). With write quotas a shard takes 1,000
+// records and 1 MiB per second (ProvisionedThroughputExceededException beyond).
+// The fake does the same; write quotas are off unless WriteQuotas(true).
+// SequenceNumberForOrdering is accepted and ignored: sequence numbers always
+// grow within a shard here.
+
+type putRecordInput struct {
+	StreamName                string
+	StreamARN                 string
+	Data                      []byte
+	PartitionKey              string
+	ExplicitHashKey           *string
+	SequenceNumberForOrdering string
+}
+
+type putRecordOutput struct {
+	ShardId        string
+	SequenceNumber string
+	EncryptionType string
+}
+
+const maxRecordSize = 1 * mib
+
+func (s *Server) putRecord(c *call) (any, error) {
+	var in putRecordInput
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if err := validRecord("", in.PartitionKey, in.Data, in.ExplicitHashKey); err != nil {
+		return nil, err
+	}
+	var out putRecordOutput
+	err := s.doErr(func(st *state, now time.Time) *apiError {
+		sm, err := st.readableStream(streamRef{in.StreamName, in.StreamARN}, now)
+		if err != nil {
+			return err
+		}
+		sh, rec, err := st.put(sm, in.PartitionKey, in.ExplicitHashKey, in.Data, now, st.s.cfg.writeQuotas)
+		if err != nil {
+			return err
+		}
+		out = putRecordOutput{ShardId: sh.id, SequenceNumber: rec.seq, EncryptionType: "NONE"}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validRecord checks a record's fields against the API's constraints; prefix
+// names the entry in error messages (e.g. "records.3.member.").
+func validRecord(prefix, pk string, data []byte, explicit *string) *apiError {
+	if n := utf8.RuneCountInString(pk); n < 1 || n > 256 {
+		return errf(CodeValidation, "1 validation error detected: Value '%s' at '%spartitionKey' failed to satisfy constraint: Member must have length between 1 and 256", pk, prefix)
+	}
+	if len(data) > maxRecordSize {
+		return errf(CodeValidation, "1 validation error detected: Value at '%sdata' failed to satisfy constraint: Member must have length less than or equal to %d", prefix, maxRecordSize)
+	}
+	if explicit != nil {
+		if _, ok := parseHashKey(*explicit); !ok {
+			return errf(CodeInvalidArgument, "Invalid ExplicitHashKey. ExplicitHashKey must be in the range: [0, 2^128-1]. Specified value was %s", *explicit)
+		}
+	}
+	return nil
+}
+
+// put stores one record. With quotas it charges the shard's write budget and
+// answers ProvisionedThroughputExceededException when it is spent.
+func (st *state) put(sm *stream, pk string, explicit *string, data []byte, now time.Time, quotas bool) (*shard, *record, *apiError) {
+	var k hashKey
+	if explicit != nil {
+		var ok bool
+		if k, ok = parseHashKey(*explicit); !ok {
+			return nil, nil, errf(CodeInvalidArgument, "Invalid ExplicitHashKey %s.", *explicit)
+		}
+	} else {
+		k = partitionHash(pk)
+	}
+	sh := sm.shardFor(k)
+	if sh == nil {
+		return nil, nil, errf(CodeInternalFailure, "No open shard owns hash key %s in stream %s.", k, sm.name)
+	}
+	if quotas {
+		size := float64(len(data) + len(pk))
+		recs := st.bucketFor("PutRecords/"+sh.stream.name+"/"+sh.id, putRecordsPS, putRecordsPS, now)
+		bytes := st.bucketFor("PutBytes/"+sh.stream.name+"/"+sh.id, putBytesPS, putBytesPS, now)
+		// The byte budget may go into debt, so that a 1 MiB record fits.
+		if !bytes.positive(now) || !recs.take(now, 1) {
+			return nil, nil, writeThrottled(st, sh)
+		}
+		bytes.charge(now, size)
+	}
+	return sh, st.appendRecord(sh, pk, data, now), nil
+}
+
+func writeThrottled(st *state, sh *shard) *apiError {
+	return errf(CodeProvisionedThroughput, "Rate exceeded for shard %s in stream %s under account %s.", sh.id, sh.stream.name, st.s.cfg.acct)
+}
