@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -30,12 +31,7 @@ func awsConfig(ctx context.Context, c config) (aws.Config, error) {
 		opts = append(opts, awsconfig.WithCredentialsProvider(
 			awscreds.NewStaticCredentialsProvider(c.Creds.ID, c.Creds.Secret, c.Creds.Token)))
 	}
-	if c.TLS != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-			tr.TLSClientConfig = c.TLS.Clone()
-			tr.ForceAttemptHTTP2 = true // a custom TLS config turns HTTP/2 off unless forced; fan-out needs it
-		})))
-	}
+	opts = append(opts, awsconfig.WithHTTPClient(httpClient(c)))
 	// The readers run their own retry loops with jitter and per-shard limits;
 	// the SDK retries each call a little, and never refuses a call because a
 	// client-wide retry budget ran out.
@@ -62,6 +58,38 @@ func awsConfig(ctx context.Context, c config) (aws.Config, error) {
 		cfg.Credentials = aws.NewCredentialsCache(provider)
 	}
 	return cfg, nil
+}
+
+// Flow control of the HTTP/2 streams that carry fan-out subscriptions.
+const (
+	// streamWindow bounds what one subscription buffers unread in the
+	// transport while the pipeline is slow: the server stops sending when it
+	// is full. 1 MiB is half a second of a shard's 2 MiB/s, far more than
+	// the bandwidth-delay product to a regional endpoint.
+	streamWindow = 1 << 20
+	// pingAfter and pingTimeout detect a dead connection (no frame at all
+	// for pingAfter, then no answer to a ping) and close it, failing every
+	// call and subscription on it instead of letting them hang.
+	pingAfter   = 15 * time.Second
+	pingTimeout = 10 * time.Second
+)
+
+// httpClient is the SDK's HTTP client with HTTP/2 tuned for fan-out: a
+// bounded stream window (memory stays bounded when the output is slow; the
+// connection window stays large so one stalled shard never blocks others on
+// the same connection), dead-connection detection, and the tls field.
+func httpClient(c config) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		if c.TLS != nil {
+			tr.TLSClientConfig = c.TLS.Clone()
+		}
+		tr.ForceAttemptHTTP2 = true // a custom TLS config turns HTTP/2 off unless forced
+		tr.HTTP2 = &http.HTTP2Config{
+			MaxReceiveBufferPerStream: streamWindow,
+			SendPingTimeout:           pingAfter,
+			PingTimeout:               pingTimeout,
+		}
+	})
 }
 
 // kinesisClient builds the Kinesis client of the input.

@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -24,6 +25,10 @@ type listShardsAPI interface {
 	ListShards(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
 }
 
+// callTimeout bounds a control-plane call, so that one on a connection that
+// died silently fails and is retried.
+const callTimeout = 30 * time.Second
+
 // listShards returns every shard of the stream, open and closed, following
 // every page. An expired pagination token restarts the listing.
 func listShards(ctx context.Context, api listShardsAPI, streamARN string) ([]shardInfo, error) {
@@ -40,7 +45,9 @@ func listShardsOnce(ctx context.Context, api listShardsAPI, streamARN string) ([
 	var shards []shardInfo
 	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN), MaxResults: aws.Int32(1000)}
 	for page := 1; ; page++ {
-		out, err := api.ListShards(ctx, in)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := api.ListShards(cctx, in)
+		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("listing shards (page %d): %w", page, err)
 		}

@@ -35,6 +35,10 @@ type Options struct {
 	// Backoff is the first and the largest wait after a failed call.
 	// Defaults 200ms and 10s.
 	BackoffInitial, BackoffMax time.Duration
+	// CallTimeout bounds each GetShardIterator and GetRecords call, so that a
+	// call on a connection that died silently fails and is retried. Default
+	// 30s.
+	CallTimeout time.Duration
 	// Logger receives retry and error logs; default none.
 	Logger shard.Logger
 	// Throttled is called once per throttled call; default none.
@@ -56,6 +60,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BackoffMax <= 0 {
 		o.BackoffMax = 10 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = shard.NopLogger{}
@@ -122,11 +129,13 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			return err
 		}
 		r.lastCall = time.Now()
-		out, err := r.api.GetRecords(ctx, &kinesis.GetRecordsInput{
+		cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+		out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
 			ShardIterator: aws.String(r.iterator),
 			Limit:         aws.Int32(r.opts.Limit),
 			StreamARN:     aws.String(r.stream),
 		})
+		cancel()
 		if err != nil {
 			if awserr.Is(err, "ExpiredIteratorException") {
 				r.opts.Logger.Debugf("shard %s: iterator expired, getting a new one from %v", r.shardID, r.position())
@@ -184,6 +193,8 @@ func (r *reader) getIterator(ctx context.Context) (string, error) {
 	case shard.AtTimestamp:
 		in.Timestamp = aws.Time(pos.Timestamp)
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+	defer cancel()
 	out, err := r.api.GetShardIterator(ctx, in)
 	if err != nil {
 		return "", err

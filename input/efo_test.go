@@ -1,0 +1,116 @@
+package input
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
+)
+
+// newFake starts the fake Kinesis over TLS with HTTP/2, as AWS serves
+// fan-out, with short consumer activation.
+func newFake(t *testing.T, opts ...kinesisfake.Opt) *kinesisfake.Server {
+	t.Helper()
+	base := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.ConsumerActivationDelay(200 * time.Millisecond), kinesisfake.ConsumerDeletionDelay(200 * time.Millisecond)}
+	srv, err := kinesisfake.New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// fakeInput is the input's YAML for the fake, reading by fan-out unless
+// extra says otherwise.
+func fakeInput(srv *kinesisfake.Server, streams, dir, extra string) string {
+	pem := strings.ReplaceAll(strings.TrimSpace(string(srv.CertificatePEM())), "\n", "\n      ")
+	return fmt.Sprintf(`
+streams: [ %s ]
+endpoint: %s
+region: %s
+credentials: { id: fake, secret: fake }
+tls:
+  enabled: true
+  root_cas: |
+      %s
+start_from: trim_horizon
+checkpoint: { dir: %s, commit_period: 100ms }
+%s`, streams, srv.Endpoint(), srv.Region(), pem, dir, extra)
+}
+
+// fakeProduce writes n records with data "<prefix>-<index>" through the
+// fake's direct API, spread over keys partition keys.
+func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n, keys int) testkit.Produced {
+	t.Helper()
+	out := testkit.Produced{}
+	for i := 0; i < n; i++ {
+		data := fmt.Sprintf("%s-%07d", prefix, i)
+		pk := fmt.Sprintf("key-%d", i%keys)
+		if _, _, err := srv.Put(stream, pk, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		out[data] = pk
+	}
+	return out
+}
+
+// fakeProducePerShard writes exactly perShard records to every open shard
+// (by explicit hash key), with keys partition keys per shard.
+func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix string, perShard, keys int) testkit.Produced {
+	t.Helper()
+	shards, err := srv.Shards(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := testkit.Produced{}
+	for i := 0; i < perShard; i++ {
+		for s, sh := range shards {
+			if sh.SequenceNumberRange.EndingSequenceNumber != nil {
+				continue
+			}
+			data := fmt.Sprintf("%s-%d-%07d", prefix, s, i)
+			pk := fmt.Sprintf("key-%d-%d", s, i%keys)
+			if _, _, err := srv.PutWithHashKey(stream, *sh.HashKeyRange.StartingHashKey, pk, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			out[data] = pk
+		}
+	}
+	return out
+}
+
+// TestEFOExactlyOnceFromFake reads 4 shards of 5,000 records each by
+// fan-out over HTTP/2 through a whole pipeline.
+func TestEFOExactlyOnceFromFake(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	want := fakeProducePerShard(t, srv, "orders", "e", 5000, 25)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	out.WaitFor(t, len(want), time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	if n := srv.Calls("GetRecords"); n != 0 {
+		t.Fatalf("%d GetRecords calls: the efo reader polled", n)
+	}
+	if n := srv.Calls("SubscribeToShard"); n < 4 {
+		t.Fatalf("%d SubscribeToShard calls for 4 shards", n)
+	}
+	perShard := map[string]int{}
+	for _, m := range msgs {
+		perShard[m.Shard]++
+	}
+	for s, n := range perShard {
+		if n != 5000 {
+			t.Fatalf("shard %s delivered %d records, want 5000", s, n)
+		}
+	}
+	if len(perShard) != 4 {
+		t.Fatalf("records from %d shards, want 4", len(perShard))
+	}
+}
