@@ -77,15 +77,22 @@ func Describe(ctx context.Context, api ConsumerAPI, streamARN, name string, opts
 func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, register bool, opts WaitOptions) (Consumer, error) {
 	what := fmt.Sprintf("consumer %s of stream %s", name, streamARN)
 	deadline := time.Now().Add(opts.Timeout)
+	// bo spaces retries after throttling and errors; poll spaces describes
+	// while the consumer is CREATING or DELETING: a short, bounded interval so
+	// that every instance sees ACTIVE soon after it happens (8 instances at
+	// about 1 call/s each stay well under the 20 calls/s per stream).
 	bo := backoff.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax}
+	poll := backoff.Backoff{Initial: opts.BackoffInitial, Max: min(opts.BackoffMax, 2*opts.BackoffInitial)}
 	status := "not yet described"
 	for {
+		wait := &bo
 		out, err := api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
 			StreamARN: aws.String(streamARN), ConsumerName: aws.String(name),
 		})
 		switch {
 		case err == nil && out.ConsumerDescription != nil:
 			c := consumerOf(out.ConsumerDescription)
+			changed := status != string(c.Status)
 			status = string(c.Status)
 			switch c.Status {
 			case types.ConsumerStatusActive:
@@ -94,9 +101,15 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 				if !register {
 					return c, fmt.Errorf("%s is being deleted (DELETING): register it again once it is gone, or use registration: lazy", what)
 				}
-				opts.Logger.Infof("%s is being deleted; waiting to register it again", what)
+				if changed {
+					opts.Logger.Warnf("%s is being deleted (DELETING); waiting for it to go, to register it again", what)
+				}
+				wait = &poll
 			default:
-				opts.Logger.Debugf("%s is %s; waiting for ACTIVE", what, c.Status)
+				if changed {
+					opts.Logger.Infof("%s is %s; waiting for ACTIVE", what, c.Status)
+				}
+				wait = &poll
 			}
 		case awserr.Is(err, "ResourceNotFoundException"):
 			if !register {
@@ -108,8 +121,10 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 			case rerr == nil:
 				opts.Logger.Infof("registered %s", what)
 				status = string(types.ConsumerStatusCreating)
+				wait = &poll
 			case awserr.Is(rerr, "ResourceInUseException"):
 				opts.Logger.Debugf("%s: another process registered it first", what)
+				wait = &poll
 			case awserr.Classify(rerr) == awserr.Fatal:
 				return Consumer{}, registrationError(what, "RegisterStreamConsumer", rerr)
 			default:
@@ -124,7 +139,7 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 		if time.Now().After(deadline) {
 			return Consumer{}, fmt.Errorf("%s did not become ACTIVE within %v (last seen: %s)", what, opts.Timeout, status)
 		}
-		if err := bo.Wait(ctx); err != nil {
+		if err := wait.Wait(ctx); err != nil {
 			return Consumer{}, err
 		}
 	}

@@ -37,7 +37,7 @@ type Options struct {
 	// Default 10.
 	RetryLimit int
 	// BackoffInitial and BackoffMax bound the jittered exponential wait after
-	// a failure. Defaults 1s and 30s.
+	// a failure (on top of SubscribeGap). Defaults 1s and 10s.
 	BackoffInitial, BackoffMax time.Duration
 	// Logger receives subscription logs; default none.
 	Logger shard.Logger
@@ -68,7 +68,7 @@ func (o Options) withDefaults() Options {
 		o.BackoffInitial = time.Second
 	}
 	if o.BackoffMax <= 0 {
-		o.BackoffMax = 30 * time.Second
+		o.BackoffMax = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = shard.NopLogger{}
@@ -104,6 +104,7 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 	}
 	r := &reader{Publisher: p, shardID: shardID, pos: start}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
+	r.inUseBackoff = backoff.Backoff{Initial: 500 * time.Millisecond, Max: 2 * time.Second}
 	return r.run(ctx, deliver)
 }
 
@@ -116,8 +117,9 @@ type reader struct {
 	lastSubscribe time.Time
 	subscriptions int
 	backoff       backoff.Backoff
-	failures      int // consecutive retryable failures
-	inUse         int // consecutive ResourceInUse answers
+	inUseBackoff  backoff.Backoff // short: a hand-over ends within 5 s
+	failures      int             // consecutive retryable failures
+	inUse         int             // consecutive ResourceInUse answers
 }
 
 // inUseWarnEvery: a hand-over takes a few seconds; this many refusals in a
@@ -153,12 +155,14 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r.lastSubscribe = time.Now()
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	}, ownCodec)
+	}, ownCodec, noSDKRetries)
+	// The gap to the next call counts from the answer: the service saw this
+	// call no later than that, so the next one reaches it a full gap later.
+	r.lastSubscribe = time.Now()
 	if err != nil {
 		return false, err
 	}
@@ -192,6 +196,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		r.failures = 0
 		r.inUse = 0
 		r.backoff.Reset()
+		r.inUseBackoff.Reset()
 
 		b, end := r.batch(&e.Value)
 		if err := deliver(ctx, b); err != nil {
@@ -266,6 +271,9 @@ func (r *reader) failed(ctx context.Context, err error) error {
 			} else {
 				r.opts.Logger.Debugf("shard %s: subscription still held elsewhere (hand-over), retrying: %v", r.shardID, err)
 			}
+			// A hand-over ends within 5 s of the previous subscription: retry
+			// soon (SubscribeGap still applies), not with the long backoff.
+			return r.inUseBackoff.Wait(ctx)
 		} else {
 			r.opts.Logger.Infof("shard %s: subscription ended (%v), resubscribing from %v", r.shardID, err, r.pos)
 		}
@@ -279,6 +287,13 @@ func (r *reader) failed(ctx context.Context, err error) error {
 // smithy-go v1.28.9): a data race with many shards subscribed on one client.
 func ownCodec(o *kinesis.Options) {
 	o.Protocol = awsjson.New11(schemas.Kinesis_20131202)
+}
+
+// noSDKRetries leaves retrying a subscription to the reader: SDK retries
+// would come within milliseconds, against the limit of one subscribe call per
+// second per shard, and would hide each failure from the error classes.
+func noSDKRetries(o *kinesis.Options) {
+	o.Retryer = aws.NopRetryer{}
 }
 
 func startingPosition(s shard.Start) *types.StartingPosition {

@@ -1,13 +1,11 @@
 package input
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,30 +66,12 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the pipeline's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestMissingStreamIsRetriedCalmly: a pipeline reading a stream that does not
 // exist keeps running, says why at error level with backoff between attempts
 // (no crash loop, no stack trace), and starts reading once the stream exists.
 func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	k := emulator.KinesisLocal(t)
-	logs := &syncBuffer{}
+	logs := &testkit.Logs{}
 	sb := service.NewStreamBuilder()
 	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + testkit.Indent(strings.TrimSpace(localInput(k, "later", t.TempDir(), "")), "  ")); err != nil {

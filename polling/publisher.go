@@ -134,7 +134,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			ShardIterator: aws.String(r.iterator),
 			Limit:         aws.Int32(r.opts.Limit),
 			StreamARN:     aws.String(r.stream),
-		})
+		}, noSDKRetries)
 		cancel()
 		if err != nil {
 			if awserr.Is(err, "ExpiredIteratorException") {
@@ -195,7 +195,7 @@ func (r *reader) getIterator(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 	defer cancel()
-	out, err := r.api.GetShardIterator(ctx, in)
+	out, err := r.api.GetShardIterator(ctx, in, noSDKRetries)
 	if err != nil {
 		return "", err
 	}
@@ -230,6 +230,12 @@ func (r *reader) retry(ctx context.Context, op string, err error) error {
 		r.opts.Logger.Warnf("shard %s: %s failed (%d of %d tries), retrying: %v", r.shardID, op, r.failures, r.opts.RetryLimit, err)
 	}
 	return r.backoff.Wait(ctx)
+}
+
+// noSDKRetries leaves retrying to the reader, which keeps the per-shard call
+// rate (SDK retries come within milliseconds) and classifies every failure.
+func noSDKRetries(o *kinesis.Options) {
+	o.Retryer = aws.NopRetryer{}
 }
 
 func (p *Publisher) fail(shardID, op string, err error) error {

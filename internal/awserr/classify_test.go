@@ -34,6 +34,7 @@ func TestClassify(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, Recoverable},
 		{"canceled", fmt.Errorf("x: %w", context.Canceled), Canceled},
 		{"plain", errors.New("no credentials"), Retryable},
+		{"http2 reset", fmt.Errorf("decode event: %w", errors.New("stream error: stream ID 13; INTERNAL_ERROR; received from peer")), Recoverable},
 	}
 	for _, c := range cases {
 		if got := Classify(c.err); got != c.want {

@@ -4,8 +4,11 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -125,8 +128,19 @@ type Pipeline struct {
 // aws_kinesis_streams) and runs it.
 func StartPipeline(t testing.TB, inputYAML string, out *Collector) *Pipeline {
 	t.Helper()
+	return StartPipelineLogged(t, inputYAML, out, nil)
+}
+
+// StartPipelineLogged is StartPipeline with the pipeline's logs, from level
+// info up, written to logs (nil: warnings and errors to stdout).
+func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io.Writer) *Pipeline {
+	t.Helper()
 	sb := service.NewStreamBuilder()
-	sb.SetLoggerYAML("level: warn")
+	if logs != nil {
+		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	} else {
+		sb.SetLoggerYAML("level: warn")
+	}
 	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + Indent(strings.TrimSpace(inputYAML), "  ")); err != nil {
 		t.Fatal(err)
 	}
@@ -319,4 +333,22 @@ func AfterCheckpoint(m Got, cps checkpoint.Stream) bool {
 // Indent prefixes every line of s with prefix.
 func Indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// Logs is a log sink safe for a pipeline's goroutines.
+type Logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

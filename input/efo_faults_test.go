@@ -1,0 +1,199 @@
+package input
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
+)
+
+// subscribeLog records when each shard was subscribed, through the fake's
+// control hook.
+type subscribeLog struct {
+	mu    sync.Mutex
+	calls map[string][]time.Time
+}
+
+func watchSubscribes(srv *kinesisfake.Server) *subscribeLog {
+	l := &subscribeLog{calls: map[string][]time.Time{}}
+	srv.Control("SubscribeToShard", func(r *kinesisfake.Request) (bool, int, []byte) {
+		var in struct{ ShardId string }
+		json.Unmarshal(r.Body, &in)
+		l.mu.Lock()
+		l.calls[in.ShardId] = append(l.calls[in.ShardId], time.Now())
+		l.mu.Unlock()
+		return false, 0, nil
+	})
+	return l
+}
+
+// minGap returns the shortest gap between two subscribe calls of one shard,
+// and the number of calls.
+func (l *subscribeLog) minGap() (time.Duration, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gap, n := time.Hour, 0
+	for _, ts := range l.calls {
+		n += len(ts)
+		for i := 1; i < len(ts); i++ {
+			gap = min(gap, ts[i].Sub(ts[i-1]))
+		}
+	}
+	return gap, n
+}
+
+// produceFor writes records to the fake for d, at about rate records/s.
+func produceFor(t *testing.T, srv *kinesisfake.Server, stream, prefix string, d time.Duration, rate int) testkit.Produced {
+	t.Helper()
+	out := testkit.Produced{}
+	tick := time.NewTicker(time.Second / time.Duration(rate/10))
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	i := 0
+	for time.Now().Before(end) {
+		<-tick.C
+		for range 10 {
+			data := prefix + "-" + pad(i)
+			pk := "key-" + pad(i%29)
+			if _, _, err := srv.Put(stream, pk, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			out[data] = pk
+			i++
+		}
+	}
+	return out
+}
+
+func pad(i int) string {
+	s := "0000000" + itoa(i)
+	return s[len(s)-7:]
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+		if i == 0 {
+			return string(b)
+		}
+	}
+}
+
+// TestEFOResubscribesWithoutLossOrDuplicates: with subscriptions lasting 2 s,
+// 30 s of continuous production come through exactly once, in order, and no
+// shard is ever subscribed twice within a second.
+func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.SubscriptionLifetime(2*time.Second))
+	subs := watchSubscribes(srv)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	want := produceFor(t, srv, "orders", "r", 30*time.Second, 500)
+	out.WaitFor(t, len(want), time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	gap, n := subs.minGap()
+	if n < 4*10 {
+		t.Fatalf("only %d subscribe calls in 30 s with a 2 s lifetime: the test did not resubscribe", n)
+	}
+	if gap < time.Second {
+		t.Fatalf("two subscribe calls for one shard %v apart: AWS allows one per second", gap)
+	}
+	if th := srv.Throttled("SubscribeToShard"); th != 0 {
+		t.Fatalf("%d subscribe calls throttled", th)
+	}
+	t.Logf("%d records, %d subscribe calls, shortest gap per shard %v", len(want), n, gap.Round(time.Millisecond))
+}
+
+// TestEFORecoversFromFaults injects connection drops, a ResourceInUse storm,
+// LimitExceeded below the retry limit and an exception frame mid-stream:
+// nothing is lost and no error is logged.
+func TestEFORecoversFromFaults(t *testing.T) {
+	// A short hand-over window: after each cut AWS refuses a new
+	// subscription for up to 5 s; the test is about recovering, not waiting.
+	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond),
+		kinesisfake.SubscribeTakeoverWindow(time.Second))
+	logs := &testkit.Logs{}
+	out := &testkit.Collector{}
+	want := fakeProduce(t, srv, "orders", "a", 2000, 17)
+	srv.DropSubscriptionAfter("", 3, 2)                             // connections cut mid-stream
+	srv.FailNext("SubscribeToShard", 20, "ResourceInUseException")  // a hand-over storm
+	srv.FailSubscriptionAfter("", 2, 1, "InternalFailureException") // exception frames mid-stream
+	p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs)
+		}
+	})
+	out.WaitFor(t, len(want)/2, time.Minute)
+	srv.FailNext("SubscribeToShard", 5, "LimitExceededException") // retryable, below the limit of 10
+	srv.DropSubscriptionAfter("", 2, 0)
+	for d, pk := range fakeProduce(t, srv, "orders", "b", 2000, 17) {
+		want[d] = pk
+	}
+	out.WaitFor(t, len(want), 2*time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	testkit.CheckDelivery(t, out.All(), want, true)
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("recoverable faults were logged as errors:\n%s", logs)
+	}
+}
+
+// TestEFORetryLimitSurfacesClearly: LimitExceeded on every subscribe beyond
+// the retry limit surfaces as an error that says what is wrong; the shard is
+// read again afterwards and nothing is lost.
+func TestEFORetryLimitSurfacesClearly(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv.FailNext("SubscribeToShard", 12, "LimitExceededException")
+	want := fakeProduce(t, srv, "orders", "a", 300, 7)
+	logs := &testkit.Logs{}
+	out := &testkit.Collector{}
+	p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	out.WaitFor(t, len(want), 3*time.Minute)
+	p.Stop(t)
+	testkit.CheckDelivery(t, out.All(), want, true)
+	text := logs.String()
+	for _, w := range []string{"level=ERROR", "LimitExceededException", "10 failures in a row", "shardId-000000000000", "1 call per second per shard"} {
+		if !strings.Contains(text, w) {
+			t.Fatalf("logs lack %q:\n%s", w, text)
+		}
+	}
+}
+
+// TestEFOWatchdogReplacesStalledSubscription: a subscription that goes silent
+// for 40 s (connection open, no events, no heartbeats) is replaced after the
+// 35 s watchdog, and nothing is lost.
+func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 40 s")
+	}
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
+	srv.StallSubscriptionAfter("", 1, 1, 40*time.Second)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	time.Sleep(2 * time.Second) // the first subscription is stalled by now
+	start := time.Now()
+	want := fakeProduce(t, srv, "orders", "s", 200, 7)
+	out.WaitFor(t, len(want), time.Minute)
+	waited := time.Since(start)
+	p.Stop(t)
+	testkit.CheckDelivery(t, out.All(), want, true)
+	if waited > 39*time.Second {
+		t.Fatalf("records came after %v: the stall was waited out, not replaced by the watchdog", waited)
+	}
+	if waited < 25*time.Second {
+		t.Fatalf("records came after %v: the subscription was not stalled, the test proved nothing", waited)
+	}
+	t.Logf("the stalled subscription was replaced after %v", waited.Round(time.Second))
+}
