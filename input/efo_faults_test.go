@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
@@ -118,6 +120,7 @@ func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 // LimitExceeded below the retry limit and an exception frame mid-stream:
 // nothing is lost and no error is logged.
 func TestEFORecoversFromFaults(t *testing.T) {
+	t.Parallel()
 	// A short hand-over window: after each cut AWS refuses a new
 	// subscription for up to 5 s; the test is about recovering, not waiting.
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond),
@@ -153,6 +156,7 @@ func TestEFORecoversFromFaults(t *testing.T) {
 // the retry limit surfaces as an error that says what is wrong; the shard is
 // read again afterwards and nothing is lost.
 func TestEFORetryLimitSurfacesClearly(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	srv.FailNext("SubscribeToShard", 12, "LimitExceededException")
 	want := fakeProduce(t, srv, "orders", "a", 300, 7)
@@ -179,10 +183,12 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	}
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
-	srv.StallSubscriptionAfter("", 1, 1, 40*time.Second)
+	srv.StallSubscriptionAfter("", 1, 0, 40*time.Second) // silent right after the initial response
 	out := &testkit.Collector{}
 	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
-	time.Sleep(2 * time.Second) // the first subscription is stalled by now
+	for srv.Calls("SubscribeToShard") == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
 	start := time.Now()
 	want := fakeProduce(t, srv, "orders", "s", 200, 7)
 	out.WaitFor(t, len(want), time.Minute)
@@ -196,4 +202,79 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 		t.Fatalf("records came after %v: the subscription was not stalled, the test proved nothing", waited)
 	}
 	t.Logf("the stalled subscription was replaced after %v", waited.Round(time.Second))
+}
+
+// TestEFOBadConsumerStates: a consumer being deleted, and credentials that
+// may not describe or subscribe, each get an error that says what is wrong.
+func TestEFOBadConsumerStates(t *testing.T) {
+	t.Run("eager, consumer DELETING", func(t *testing.T) {
+		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(time.Hour))
+		arn, err := srv.RegisterConsumer("orders", "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.NewClient().DeregisterStreamConsumer(t.Context(), &kinesis.DeregisterStreamConsumerInput{ConsumerARN: &arn}); err != nil {
+			t.Fatal(err)
+		}
+		err = connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, registration: eager }"))
+		for _, w := range []string{"consumer app", "stream/orders", "being deleted (DELETING)"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Fatalf("got %v, want an error containing %q", err, w)
+			}
+		}
+	})
+	t.Run("eager, not registered", func(t *testing.T) {
+		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, registration: eager }"))
+		for _, w := range []string{"consumer app", "is not registered", "benthos-kinesis efo register --stream", "registration: lazy"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Fatalf("got %v, want an error containing %q", err, w)
+			}
+		}
+	})
+	t.Run("lazy, consumer DELETING", func(t *testing.T) {
+		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(3*time.Second))
+		arn, err := srv.RegisterConsumer("orders", "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.NewClient().DeregisterStreamConsumer(t.Context(), &kinesis.DeregisterStreamConsumerInput{ConsumerARN: &arn}); err != nil {
+			t.Fatal(err)
+		}
+		want := fakeProduce(t, srv, "orders", "d", 50, 3)
+		logs := &testkit.Logs{}
+		out := &testkit.Collector{}
+		p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+		out.WaitFor(t, len(want), time.Minute)
+		p.Stop(t)
+		if !strings.Contains(logs.String(), "is being deleted (DELETING); waiting for it to go") {
+			t.Fatalf("no warning about the consumer being deleted:\n%s", logs)
+		}
+	})
+	t.Run("access denied", func(t *testing.T) {
+		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv.FailNext("DescribeStreamConsumer", 1, "AccessDeniedException")
+		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"))
+		for _, w := range []string{"consumer app", "AccessDeniedException", "kinesis:DescribeStreamConsumer", "kinesis:RegisterStreamConsumer"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Fatalf("got %v, want an error containing %q", err, w)
+			}
+		}
+	})
+	t.Run("subscribe access denied", func(t *testing.T) {
+		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv.FailNext("SubscribeToShard", 1, "AccessDeniedException")
+		want := fakeProduce(t, srv, "orders", "d", 50, 3)
+		logs := &testkit.Logs{}
+		out := &testkit.Collector{}
+		p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+		out.WaitFor(t, len(want), time.Minute)
+		p.Stop(t)
+		text := logs.String()
+		for _, w := range []string{"level=ERROR", "AccessDeniedException", "kinesis:SubscribeToShard", "shardId-000000000000"} {
+			if !strings.Contains(text, w) {
+				t.Fatalf("logs lack %q:\n%s", w, text)
+			}
+		}
+	})
 }

@@ -37,7 +37,7 @@ tls:
   root_cas: |
       %s
 start_from: trim_horizon
-checkpoint: { dir: %s, commit_period: 100ms }
+checkpoint: { dir: '%s', commit_period: 100ms }
 %s`, streams, srv.Endpoint(), srv.Region(), pem, dir, extra)
 }
 
@@ -113,4 +113,60 @@ func TestEFOExactlyOnceFromFake(t *testing.T) {
 	if len(perShard) != 4 {
 		t.Fatalf("records from %d shards, want 4", len(perShard))
 	}
+}
+
+// TestEFOSplitAndMergeUsesChildShards splits and merges while reading by
+// fan-out, with periodic discovery effectively off: children are found from
+// the ChildShards of their parents' last events, read after every parent,
+// and nothing is lost.
+func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
+	want := fakeProduce(t, srv, "orders", "a", 1000, 64)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }\nshard_discovery_interval: 1h"), out)
+	out.WaitFor(t, 500, time.Minute)
+
+	children, err := srv.SplitShard("orders", "shardId-000000000000", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, pk := range fakeProduce(t, srv, "orders", "b", 1000, 64) {
+		want[d] = pk
+	}
+	merged, err := srv.MergeShards("orders", children[1], "shardId-000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, pk := range fakeProduce(t, srv, "orders", "c", 1000, 64) {
+		want[d] = pk
+	}
+	out.WaitFor(t, len(want), time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	checkParentsFirst(t, msgs, map[string][]string{
+		children[0]: {"shardId-000000000000"},
+		children[1]: {"shardId-000000000000"},
+		merged:      {children[1], "shardId-000000000001"},
+	})
+	if n := srv.Calls("ListShards"); n != 1 {
+		t.Fatalf("%d ListShards calls: children were found by discovery, not from ChildShards", n)
+	}
+	for _, id := range []string{children[0], children[1], merged} {
+		if !containsShard(msgs, id) {
+			t.Fatalf("no record read from shard %s", id)
+		}
+	}
+}
+
+func containsShard(msgs []testkit.Got, shardID string) bool {
+	for _, m := range msgs {
+		if m.Shard == shardID {
+			return true
+		}
+	}
+	return false
 }

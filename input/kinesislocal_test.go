@@ -20,7 +20,7 @@ region: %s
 credentials: { id: %s, secret: %s }
 reader: polling
 start_from: trim_horizon
-checkpoint: { dir: %s, commit_period: 100ms }
+checkpoint: { dir: '%s', commit_period: 100ms }
 %s`, streams, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, dir, extra)
 }
 
@@ -62,8 +62,8 @@ func TestLocalCleanRestart(t *testing.T) {
 	testkit.CreateStream(t, client, "orders", 4)
 	want := testkit.Produce(t, client, "orders", "first", 3000, 31)
 	dir := t.TempDir()
-	conf := localInput(k, "orders", dir, "polling: { limit: 100 }\ncheckpoint: { dir: "+dir+", commit_period: 100ms, limit: 200 }")
-	conf = strings.Replace(conf, "checkpoint: { dir: "+dir+", commit_period: 100ms }\n", "", 1)
+	conf := strings.Replace(localInput(k, "orders", dir, "polling: { limit: 100 }"),
+		"commit_period: 100ms }", "commit_period: 100ms, limit: 200 }", 1)
 
 	first := &testkit.Collector{}
 	p := testkit.StartPipeline(t, conf, first)
