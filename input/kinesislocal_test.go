@@ -230,3 +230,31 @@ func containsData(msgs []testkit.Got, data string) bool {
 	}
 	return false
 }
+
+// TestLocalEFOThroughProxy reads 2 shards of 1,000 records each by fan-out
+// from kinesis-local. kinesis-local does not send the initial-response event
+// aws-sdk-go-v2 needs; a test-only proxy (internal/emulator.EFOProxy) adds it.
+func TestLocalEFOThroughProxy(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	testkit.CreateStream(t, client, "orders", 2)
+	want := testkit.Produce(t, client, "orders", "x", 2000, 41)
+	proxy := emulator.EFOProxy(t, k.Endpoint)
+	conf := strings.Replace(localInput(k, "orders", t.TempDir(), "efo: { consumer_name: app }"), "reader: polling\n", "reader: efo\n", 1)
+	conf = strings.Replace(conf, "endpoint: "+k.Endpoint, "endpoint: "+proxy, 1)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, conf, out)
+	out.WaitFor(t, len(want), 2*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	perShard := map[string]int{}
+	for _, m := range msgs {
+		perShard[m.Shard]++
+	}
+	if len(perShard) != 2 {
+		t.Fatalf("records from %d shards, want 2: %v", len(perShard), perShard)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
@@ -110,4 +111,51 @@ func TestLocalCorruptAggregates(t *testing.T) {
 			t.Fatalf("corrupt aggregate flagged with %q / metadata %q: want the reason (md5 mismatch)", m.Err, m.DeaggErr)
 		}
 	}
+}
+
+// TestEFOAggregatedRecordsExactlyOnce reads aggregates mixed with plain
+// records by fan-out from the fake.
+func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	prod := testkit.ProduceAggregated(t, srv.NewClient(), "orders", "u", testkit.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 4})
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	out.WaitFor(t, len(prod.Users), 2*time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, prod.Users, true)
+	testkit.CheckOrder(t, msgs)
+}
+
+// TestEFORestartInsideAggregate is TestLocalRestartInsideAggregate by
+// fan-out: resuming inside an aggregate uses AT_SEQUENCE_NUMBER there too.
+func TestEFORestartInsideAggregate(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3))
+	prod := testkit.ProduceAggregated(t, srv.NewClient(), "orders", "u", testkit.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 5})
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "efo: { consumer_name: app }\nbatching: { count: 7, period: 200ms }\ncheckpoint: { dir: '"+dir+"', commit_period: 100ms, limit: 20 }")
+	conf = strings.Replace(conf, "checkpoint: { dir: '"+dir+"', commit_period: 100ms }\n", "", 1)
+	var all []testkit.Got
+	partial := 0
+	for run := 0; run < 4 && len(all) < len(prod.Users); run++ {
+		out := &testkit.Collector{}
+		p := testkit.StartPipeline(t, conf, out)
+		if run < 3 {
+			out.WaitFor(t, 1500, time.Minute)
+		} else {
+			out.WaitFor(t, len(prod.Users)-len(all), time.Minute)
+			time.Sleep(300 * time.Millisecond)
+		}
+		p.Stop(t)
+		testkit.CheckOrder(t, out.All())
+		all = append(all, out.All()...)
+		if cp := testkit.ReadCheckpoints(t, dir, srv.StreamARN("orders")).Shards["shardId-000000000000"].Position; cp != nil && cp.Partial {
+			partial++
+		}
+	}
+	if partial == 0 {
+		t.Fatal("no stop left the checkpoint inside an aggregate: the test proved nothing")
+	}
+	testkit.CheckDelivery(t, all, prod.Users, true)
 }

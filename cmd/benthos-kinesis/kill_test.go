@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
@@ -69,14 +70,14 @@ func readOutput(t *testing.T, path string) []testkit.Got {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Bytes()
-		var m struct{ Data, Shard, Seq, PK string }
+		var m struct{ Data, Shard, Seq, Sub, PK string }
 		if err := json.Unmarshal(line, &m); err != nil {
 			if !bytes.HasSuffix(data, []byte("\n")) && bytes.HasSuffix(data, line) {
 				break
 			}
 			t.Fatalf("output line %q: %v", line, err)
 		}
-		out = append(out, testkit.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, PK: m.PK})
+		out = append(out, testkit.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, Sub: m.Sub, PK: m.PK})
 	}
 	return out
 }
@@ -101,14 +102,41 @@ func waitLines(t *testing.T, path string, n int, within time.Duration) []testkit
 // delivered twice are ones that were not yet acknowledged and committed when
 // the process died.
 func TestSIGKILLLosesNothing(t *testing.T) {
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	testkit.CreateStream(t, client, "orders", 4)
 	want := testkit.Produce(t, client, "orders", "k", 4000, 37)
+	killAndRestart(t, k, want, "")
+}
+
+// TestSIGKILLInsideAggregate is TestSIGKILLLosesNothing with KPL aggregates
+// cut by batches of 7, so that the checkpoint at the kill sits inside an
+// aggregate.
+func TestSIGKILLInsideAggregate(t *testing.T) {
+	k := emulator.KinesisLocal(t)
+	client := k.Client()
+	testkit.CreateStream(t, client, "orders", 2)
+	prod := testkit.ProduceAggregated(t, client, "orders", "u", testkit.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 6})
+	atKill := killAndRestart(t, k, prod.Users, "    batching: { count: 7, period: 100ms }\n")
+	partial := 0
+	for _, cp := range atKill.Shards {
+		if cp.Position != nil && cp.Position.Partial {
+			partial++
+		}
+	}
+	if partial == 0 {
+		t.Fatalf("no checkpoint sat inside an aggregate at the kill (%+v): the test proved nothing", atKill.Shards)
+	}
+}
+
+// killAndRestart runs the binary, kills it with SIGKILL once 1,500 records
+// are out, runs it again until every record is out, and checks the outcome.
+// It returns the checkpoints as they were at the kill.
+func killAndRestart(t *testing.T, k *emulator.Kinesis, want testkit.Produced, extraInput string) checkpoint.Stream {
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	dir := t.TempDir()
 	cpDir := filepath.Join(dir, "checkpoints")
@@ -124,13 +152,15 @@ input:
     reader: polling
     start_from: trim_horizon
     polling: { limit: 50 }
-    checkpoint: { dir: %s, commit_period: 100ms }
-pipeline:
+    checkpoint: { dir: '%s', commit_period: 100ms }
+%spipeline:
+  threads: 1 # strict order per shard into the output
   processors:
     - mapping: |
         root.data = content().string()
         root.shard = @kinesis_shard
         root.seq = @kinesis_sequence_number
+        root.sub = @kinesis_sub_sequence_number.or("")
         root.pk = @kinesis_partition_key
 output:
   file:
@@ -138,7 +168,7 @@ output:
     codec: lines
 logger:
   level: warn
-`, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, cpDir, out)
+`, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, cpDir, extraInput, out)
 		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -200,4 +230,5 @@ logger:
 	testkit.CheckOrder(t, got1)
 	testkit.CheckOrder(t, got2)
 	t.Logf("run 1 wrote %d lines, run 2 %d; %d deliveries of repeated records, all after the checkpoint at the kill", len(got1), len(got2), dups)
+	return atKill
 }
