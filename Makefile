@@ -27,10 +27,23 @@ FORCE:
 emulators:
 	$(GO) run ./internal/emulator/install
 
-# The main job: a local Kinesis (the in-process fake, standalone) with a
-# producer writing to it, and a Benthos pipeline reading it to stdout.
+# The main job: a local Kinesis (the in-process fake run standalone, serving
+# HTTP/2 over TLS as AWS does) with a producer writing order events to it, and
+# a Benthos pipeline reading it by Enhanced Fan-Out to stdout. Ctrl-C stops
+# both. DEMO_SECONDS=n stops it after n seconds.
+DEMO := .cache/demo
 demo: build
-	@./config/demo.sh
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
+	@$(BIN)/kinesis-emulator -listen 127.0.0.1:0 -tls -tls-cert-file $(DEMO)/ca.pem \
+		-streams orders:4 -produce orders:20 -consumer-activation-delay 1s -log-level warn \
+		> $(DEMO)/endpoint 2> $(DEMO)/emulator.log & \
+	emulator=$$!; trap 'kill $$emulator 2>/dev/null; wait $$emulator 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 100); do [ -s $(DEMO)/endpoint ] && break; sleep 0.1; done; \
+	if [ ! -s $(DEMO)/endpoint ]; then echo "the emulator did not start:"; cat $(DEMO)/emulator.log; exit 1; fi; \
+	echo "Local Kinesis at $$(cat $(DEMO)/endpoint): stream orders (4 shards), 20 order events/s, some KPL-aggregated."; \
+	echo "Reading it by Enhanced Fan-Out. Ctrl-C to stop."; \
+	KINESIS_ENDPOINT=$$(cat $(DEMO)/endpoint) KINESIS_CA_FILE=$(DEMO)/ca.pem KINESIS_CHECKPOINT_DIR=$(DEMO)/checkpoints \
+		$(if $(DEMO_SECONDS),timeout -s INT $(DEMO_SECONDS)) $(BIN)/benthos-kinesis run -r './resources/*.yaml' config/demo.yaml || true
 
 # All the tests: formatting, vet, unit and integration tests (they start the
 # emulators themselves on loopback), and the example configs' tests.
@@ -44,9 +57,10 @@ lint:
 unit:
 	$(GO) test -race -timeout 20m ./...
 
+RESOURCES := $(addprefix -r ,$(wildcard resources/*.yaml))
 config-test: $(BIN)/benthos-kinesis
-	$(BIN)/benthos-kinesis lint -r './resources/*.yaml' ./config/*.yaml
-	$(BIN)/benthos-kinesis test -r './resources/*.yaml' ./config/...
+	$(BIN)/benthos-kinesis lint $(RESOURCES) ./config/*.yaml $(wildcard resources/*.yaml)
+	$(BIN)/benthos-kinesis test $(RESOURCES) ./config/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -5,6 +5,9 @@
 // logs to stderr, and stops cleanly on SIGINT or SIGTERM:
 //
 //	kinesis-emulator -listen 127.0.0.1:4568 -streams orders:4,clicks:2
+//
+// With -produce it also writes demo order events into a stream, some of them
+// as KPL aggregated records.
 package main
 
 import (
@@ -46,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		region     = fs.String("region", "us-east-1", "region in ARNs")
 		account    = fs.String("account", "000000000000", "account id in ARNs")
 		logLevel   = fs.String("log-level", "info", "debug (every call), info, warn or error")
+		produce    = fs.String("produce", "", "write demo order events to a stream, e.g. orders:20 (stream:events per second); every tenth write is a KPL aggregate")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -57,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	presets, err := parseStreams(*streams)
 	if err != nil {
 		return fmt.Errorf("-streams %q: %w", *streams, err)
+	}
+	prod, err := parseProduce(*produce)
+	if err != nil {
+		return fmt.Errorf("-produce: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -92,6 +100,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, srv.Endpoint())
 	logger.Info("kinesis-emulator ready", "endpoint", srv.Endpoint(), "region", *region, "streams", *streams)
+	if prod != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			prod.run(ctx, srv, logger)
+		}()
+		defer func() { <-done }()
+	}
 	<-ctx.Done()
 	logger.Info("kinesis-emulator stopping")
 	srv.Close()
