@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
 BIN       := bin
 EMULATORS := .cache/emulators
 
-.PHONY: all build emulators demo test unit lint config-test bench fuzz clean
+.PHONY: all build emulators demo test unit lint config-test docs bench fuzz clean
 
 all: build
 
@@ -61,6 +61,10 @@ RESOURCES := $(addprefix -r ,$(wildcard resources/*.yaml))
 config-test: $(BIN)/benthos-kinesis
 	$(BIN)/benthos-kinesis lint $(RESOURCES) ./config/*.yaml $(wildcard resources/*.yaml)
 	$(BIN)/benthos-kinesis test $(RESOURCES) ./config/...
+
+# The input's documentation, generated from its config spec.
+docs:
+	$(GO) test ./input -run TestDocsAreGenerated -update-docs
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
