@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
@@ -169,4 +173,38 @@ func containsShard(msgs []testkit.Got, shardID string) bool {
 		}
 	}
 	return false
+}
+
+// TestEFODeregisterOnClose: with deregister_on_close a lazy consumer is
+// deregistered at a clean close; without it (the default) it stays.
+func TestEFODeregisterOnClose(t *testing.T) {
+	for _, deregister := range []bool{false, true} {
+		t.Run(fmt.Sprint("deregister_on_close=", deregister), func(t *testing.T) {
+			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			want := fakeProduce(t, srv, "orders", "d", 20, 3)
+			out := &testkit.Collector{}
+			p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), fmt.Sprintf("efo: { consumer_name: app, deregister_on_close: %v }", deregister)), out)
+			out.WaitFor(t, len(want), time.Minute)
+			p.Stop(t)
+			res, err := srv.NewClient().ListStreamConsumers(t.Context(), &kinesis.ListStreamConsumersInput{StreamARN: aws.String(srv.StreamARN("orders"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			active := 0
+			for _, c := range res.Consumers {
+				if c.ConsumerStatus == types.ConsumerStatusActive {
+					active++
+				}
+			}
+			if deregister && active != 0 {
+				t.Fatalf("the consumer is still ACTIVE after a clean close with deregister_on_close")
+			}
+			if !deregister && active != 1 {
+				t.Fatalf("%d ACTIVE consumers after a close without deregister_on_close, want 1", active)
+			}
+			if n := srv.Calls("DeregisterStreamConsumer"); n != map[bool]int{false: 0, true: 1}[deregister] {
+				t.Fatalf("%d DeregisterStreamConsumer calls", n)
+			}
+		})
+	}
 }
