@@ -208,3 +208,24 @@ func TestEFODeregisterOnClose(t *testing.T) {
 		})
 	}
 }
+
+// TestEFORegistrationNoneMakesNoControlPlaneCalls reads through a consumer
+// ARN given in the config: no consumer or stream description call at all.
+func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	arn, err := srv.RegisterConsumer("orders", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fakeProduce(t, srv, "orders", "n", 500, 7)
+	out := &testkit.Collector{}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { registration: none, consumer_arns: { orders: '"+arn+"' } }"), out)
+	out.WaitFor(t, len(want), time.Minute)
+	p.Stop(t)
+	testkit.CheckDelivery(t, out.All(), want, true)
+	for _, op := range []string{"RegisterStreamConsumer", "DescribeStreamConsumer", "ListStreamConsumers", "DeregisterStreamConsumer", "DescribeStreamSummary", "DescribeStream"} {
+		if n := srv.Calls(op); n != 0 {
+			t.Fatalf("%d %s calls with registration none", n, op)
+		}
+	}
+}
