@@ -107,7 +107,14 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			}
 		case b, ok := <-batches:
 			if !ok {
-				return ev // the publisher stopped: ctx ended
+				// The publisher stops only when ctx ends or after the shard's
+				// end, which returns below; anything else is a bug, and a
+				// pause keeps it from becoming a hot loop of restarts.
+				if ctx.Err() == nil {
+					r.s.in.log.Errorf("stream %s shard %s: the reader stopped before the shard's end; restarting it", r.s.name, r.info.id)
+					backoff.Sleep(ctx, time.Second)
+				}
+				return ev
 			}
 			if err := r.handle(ctx, b); err != nil {
 				return ev
