@@ -1,0 +1,581 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
+)
+
+// The load of TestSlowOutputMemoryBounded.
+const (
+	memShards     = 4
+	memRecordSize = 1 << 10
+	// memProduceRate is the records per second written, spread evenly over
+	// the shards: 750 KiB/s per shard, under the 2 MiB/s a fan-out consumer
+	// gets per shard, so the fake never holds records back.
+	memProduceRate = 3000
+	// memOutputRate is what the slow output takes: a rate_limit resource
+	// with local: {count: 100, interval: 100ms}, applied by the output's
+	// processors to every message. Benthos has no buffer unless one is
+	// configured, so this throttles the whole pipeline back to the input.
+	memOutputRate = 1000
+	// memSlowFor is how long the binary runs with the slow output while
+	// records are produced.
+	memSlowFor = 60 * time.Second
+	// memHeadStart is how long records are produced before the slow binary
+	// starts: 9,000 records (8.8 MiB) per shard, more than the whole chain
+	// of one shard holds (about 7 MiB of records: the stream window and five
+	// events, see memPerShard), so that every event the binary is
+	// sent is a full one, and stays full since production outpaces the
+	// output. Subscribed to empty shards instead, the binary is first sent
+	// many tiny events (a put or two each) and a shard's chain holds tiny
+	// events for minutes: memory then stays well under the bound and climbs
+	// late in the run as shards switch to full events.
+	memHeadStart = 12 * time.Second
+)
+
+// What the bound is built from (see memPerShard). The factors were checked
+// against heap profiles of the binary in this test.
+const (
+	memMiB = 1 << 20
+	// memStreamWindow is the HTTP/2 receive window of one subscription
+	// (input/aws.go streamWindow): what the transport buffers unread.
+	memStreamWindow = 1 * memMiB
+	// memEvent is the most record bytes in one SubscribeToShard event (the
+	// fake's MaxEventBytes default, 1 MiB: 1,015 records of 1 KiB here).
+	memEvent = 1 * memMiB
+	// memCheckpointLimit is checkpoint.limit, the default: at most this many
+	// unacknowledged records per shard, or one event if it holds more.
+	memCheckpointLimit = 1024
+	// memWireFactor: an event on the wire is JSON with base64 record data
+	// (4/3) plus per-record fields.
+	memWireFactor = 1.4
+	// memDecodedFactor: a decoded record's 1 KiB of data sits in a 1,152-byte
+	// allocation (base64 decoding), next to the SDK's Record with its
+	// sequence number and partition key.
+	memDecodedFactor = 1.4
+	// memMetaFactor: a Benthos message adds 7 metadata entries per record.
+	memMetaFactor = 0.75
+	// memMappedFactor: this test's mapping makes an object of 6 fields and
+	// its JSON line per record.
+	memMappedFactor = 2.0
+	// memGCFactor: with GOGC=100 the Go heap grows to twice what is live
+	// before it is collected.
+	memGCFactor = 2.0
+	// memSlack covers goroutine stacks, allocator fragmentation and the
+	// scavenger returning freed pages late.
+	memSlack = 16 * memMiB
+	// memTrendSlack is how far RSS over the last 20 s may exceed RSS over
+	// seconds 10-30 of the slow run. A backlog kept in memory would grow by
+	// (production - output) x record size = 2 MiB/s, 60 MiB or more between
+	// the two windows, twice that with the decoded and GC factors.
+	memTrendSlack = 20 * memMiB
+)
+
+// memPerShard is the most memory the reading of one shard holds while the
+// output is the bottleneck, following the chain from the socket to the
+// output; each stage holds at most one event:
+//
+//   - the HTTP/2 transport: unread bytes up to the stream window;
+//   - the SDK's event stream decoder: one frame being decoded (wire size);
+//   - two decoded events parked in the SDK (smithy's reader goroutine and
+//     the kinesis package's pipe goroutine, each blocked on an unbuffered
+//     channel);
+//   - one decoded event in the efo publisher, blocked handing it to the
+//     shard reader (an unbuffered channel: input/shardreader.go);
+//   - one event converted to messages in the shard reader, blocked in the
+//     ack tracker (input/acks.go) until acknowledgements make room;
+//   - checkpoint.limit records in flight in the pipeline, as messages and
+//     as the mapping's output (or one event, if larger than the limit).
+func memPerShard() float64 {
+	inFlight := max(float64(memCheckpointLimit*memRecordSize), memEvent)
+	return memStreamWindow +
+		memWireFactor*memEvent +
+		memDecodedFactor*(4*memEvent+inFlight) +
+		memMetaFactor*(memEvent+inFlight) +
+		memMappedFactor*inFlight
+}
+
+// memBound bounds the resident memory of the binary while its output is
+// slower than production: the idle pipeline's RSS plus, for every shard,
+// memPerShard doubled for the GC, plus slack. It depends neither on how long
+// the output has been slow nor on the backlog.
+func memBound(idle int64) int64 {
+	return idle + int64(memGCFactor*memShards*memPerShard()) + memSlack
+}
+
+// TestSlowOutputMemoryBounded runs the real binary reading 4 shards by
+// fan-out over HTTP/2 (TLS, as AWS serves it) for 60 s while its output
+// takes 1,000 records/s and 3,000 records/s of 1 KiB are produced (the
+// binary starts after a head start of 12 s of production). Its resident
+// memory, sampled every 500 ms, stays under memBound: the idle RSS (the same
+// binary and config subscribed to the empty shards, measured first in the
+// same run) plus 2 x 4 x memPerShard (12.9 MiB) + 16 MiB = idle + 119 MiB,
+// whatever the backlog. The backlog at the end is about 157,000 records
+// (153 MiB); kept in memory, decoded, it would take at least idle + 215 MiB,
+// about twice that in RSS. The RSS of the last 20 s must also stay within
+// memTrendSlack of seconds 10-30. Checked once: with an unbounded queue in
+// the binary (buffer: {memory: {}} added to the slow config) RSS reached
+// 613 MiB in the same 60 s and both checks failed.
+//
+// Then the binary is stopped with SIGTERM and started again without the slow
+// output: every record arrives exactly once (both stops are clean), in order
+// per shard and per partition key, with its data intact.
+//
+// The pipeline runs one processing thread: with more, Benthos processes
+// batches in parallel and the output can write them out of order.
+func TestSlowOutputMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary for about two minutes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the resident memory of the binary from /proc")
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", memShards),
+		kinesisfake.ConsumerActivationDelay(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, srv.CertificatePEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpDir := filepath.Join(dir, "checkpoints")
+	config := func(name string, slow bool) (yamlPath, outPath string) {
+		outPath = filepath.Join(dir, name+".jsonl")
+		yamlPath = filepath.Join(dir, name+".yaml")
+		outputProcs := ""
+		if slow {
+			outputProcs = "  processors:\n    - rate_limit: { resource: slow_output }\n"
+		}
+		yaml := fmt.Sprintf(`
+http: { enabled: false }
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    endpoint: %s
+    region: %s
+    credentials: { id: fake, secret: fake }
+    tls: { enabled: true, root_cas_file: %s }
+    reader: efo
+    efo: { consumer_name: app }
+    start_from: trim_horizon
+    checkpoint: { dir: %s, limit: %d }
+pipeline:
+  threads: 1
+  processors:
+    - mapping: |
+        root.id = content().string().slice(0, 11)
+        root.len = content().length()
+        root.sha = content().hash("sha256").encode("hex")
+        root.shard = @kinesis_shard
+        root.seq = @kinesis_sequence_number
+        root.pk = @kinesis_partition_key
+output:
+%s  file: { path: %s, codec: lines }
+rate_limit_resources:
+  - label: slow_output
+    local: { count: %d, interval: 100ms }
+logger: { level: warn }
+`, srv.Endpoint(), srv.Region(), caFile, cpDir, memCheckpointLimit, outputProcs, outPath, memOutputRate/10)
+		if err := os.WriteFile(yamlPath, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return yamlPath, outPath
+	}
+	stop := func(cmd *exec.Cmd, what, logPath string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the %s run did not stop cleanly on SIGTERM: %v; log:\n%s", what, err, memLog(logPath))
+		}
+		return time.Since(start)
+	}
+
+	// The idle pipeline: subscribed to every shard, nothing to read.
+	cfgSlow, outIdle := config("idle", true)
+	logIdle := filepath.Join(dir, "idle.log")
+	idleCmd := run(t, bin, cfgSlow, logIdle)
+	memWaitSubscribed(t, srv, logIdle)
+	idleSampler := startMemSampler(t, idleCmd.Process.Pid, 500*time.Millisecond)
+	time.Sleep(3 * time.Second)
+	idleSampler.stop()
+	idle := idleSampler.maxBetween(time.Time{}, time.Now())
+	stop(idleCmd, "idle", logIdle)
+	if n := memCountLines(t, outIdle); n != 0 {
+		t.Fatalf("the idle run wrote %d records", n)
+	}
+	bound := memBound(idle)
+	t.Logf("idle RSS (subscribed to %d shards, nothing produced): %s; bound %s = idle + %.0f x %d shards x %s + %s",
+		memShards, memFmt(idle), memFmt(bound), memGCFactor, memShards, memFmt(int64(memPerShard())), memFmt(memSlack))
+
+	// Production, with the slow binary started after the head start.
+	prod := startMemProducer(t, srv, memProduceRate)
+	time.Sleep(memHeadStart)
+	cfgSlow, outSlow := config("slow", true)
+	logSlow := filepath.Join(dir, "slow.log")
+	slowCmd := run(t, bin, cfgSlow, logSlow)
+	pid := slowCmd.Process.Pid
+	slowStart := time.Now()
+	sampler := startMemSampler(t, pid, 500*time.Millisecond)
+	for next := 10 * time.Second; next <= memSlowFor; next += 10 * time.Second {
+		time.Sleep(time.Until(slowStart.Add(next)))
+		t.Logf("%3.0fs: RSS %s, %d records written", next.Seconds(), memFmt(sampler.last()), memCountLines(t, outSlow))
+	}
+	want, shas := prod.stop()
+	slowEnd := time.Now()
+	hwm := memProcStatusBytes(t, pid, "VmHWM")
+	sampler.stop()
+	written := memCountLines(t, outSlow)
+	peak := sampler.maxBetween(slowStart, slowEnd)
+	mid := sampler.maxBetween(slowStart.Add(10*time.Second), slowStart.Add(30*time.Second))
+	late := sampler.maxBetween(slowEnd.Add(-20*time.Second), slowEnd)
+	backlog := len(want) - written
+	t.Logf("produced %d records (%s) in %v, %v of them with the slow binary running; it wrote %d (%.0f/s); backlog %d records (%s)",
+		len(want), memFmt(int64(len(want))*memRecordSize), prod.took().Round(time.Millisecond), slowEnd.Sub(slowStart).Round(time.Millisecond),
+		written, float64(written)/slowEnd.Sub(slowStart).Seconds(), backlog, memFmt(int64(backlog)*memRecordSize))
+	t.Logf("RSS: idle %s; slow run peak %s (VmHWM %s), max over 10-30s %s, over the last 20s %s; bound %s; the backlog decoded in memory would be at least %s",
+		memFmt(idle), memFmt(peak), memFmt(hwm), memFmt(mid), memFmt(late), memFmt(bound),
+		memFmt(idle+int64(memDecodedFactor*float64(backlog*memRecordSize))))
+
+	if written > len(want)/2 {
+		t.Fatalf("the output kept up (%d of %d records written): nothing was slow", written, len(want))
+	}
+	if floor := int(memOutputRate * memSlowFor.Seconds() / 2); written < floor {
+		t.Fatalf("only %d records written in %v, expected about %d: the pipeline stalled; log:\n%s",
+			written, memSlowFor, int(memOutputRate*memSlowFor.Seconds()), memLog(logSlow))
+	}
+	if hwm > bound {
+		t.Errorf("peak RSS %s (VmHWM) exceeds the bound %s (idle %s): memory grew with the backlog of %d records",
+			memFmt(hwm), memFmt(bound), memFmt(idle), backlog)
+	}
+	if late > mid+memTrendSlack {
+		t.Errorf("RSS trends upward: max over the last 20s %s, over seconds 10-30 %s (slack %s)",
+			memFmt(late), memFmt(mid), memFmt(memTrendSlack))
+	}
+
+	took := stop(slowCmd, "slow", logSlow)
+	got1 := readMemOutput(t, outSlow)
+	t.Logf("the slow run stopped in %v with %d records written", took.Round(time.Millisecond), len(got1))
+	memCheckFullBatches(t, got1)
+
+	// The same pipeline without the slow output drains the backlog from the
+	// checkpoints.
+	cfgDrain, outDrain := config("drain", false)
+	logDrain := filepath.Join(dir, "drain.log")
+	drainStart := time.Now()
+	drainCmd := run(t, bin, cfgDrain, logDrain)
+	deadline := time.Now().Add(90 * time.Second)
+	for n := len(got1) + memCountLines(t, outDrain); n < len(want); n = len(got1) + memCountLines(t, outDrain) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart only %d of %d records arrived within 90s; log:\n%s", n, len(want), memLog(logDrain))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	drained := time.Since(drainStart)
+	time.Sleep(500 * time.Millisecond) // let duplicates, if any, arrive
+	stop(drainCmd, "drain", logDrain)
+	got2 := readMemOutput(t, outDrain)
+	t.Logf("the drain run wrote %d records in %v", len(got2), drained.Round(time.Millisecond))
+
+	all := append(append([]testkit.Got(nil), got1...), got2...)
+	testkit.CheckDelivery(t, all, want, true)
+	testkit.CheckOrder(t, got1)
+	testkit.CheckOrder(t, got2)
+	for _, m := range all {
+		if m.Err != shas[m.Data] {
+			t.Fatalf("record %s (shard %s seq %s) arrived with data of length:sha256 %s, want %s", m.Data, m.Shard, m.Seq, m.Err, shas[m.Data])
+		}
+	}
+	t.Logf("all %d records arrived exactly once with intact data (%d in the slow run, %d after the restart)",
+		len(want), len(got1), len(got2))
+}
+
+// memCheckFullBatches checks that the slow run exercised the worst case the
+// bound is about: every shard was read in full events (about 1,000 records
+// each, one Benthos batch each), not in tiny ones. With one pipeline thread
+// a batch is a run of consecutive lines of one shard.
+func memCheckFullBatches(t *testing.T, got []testkit.Got) {
+	t.Helper()
+	runs, records := map[string]int{}, map[string]int{}
+	for i, m := range got {
+		records[m.Shard]++
+		if i == 0 || got[i-1].Shard != m.Shard {
+			runs[m.Shard]++
+		}
+	}
+	var parts []string
+	for shard, n := range records {
+		mean := n / runs[shard]
+		parts = append(parts, fmt.Sprintf("%s: %d records in %d batches", strings.TrimPrefix(shard, "shardId-"), n, runs[shard]))
+		if mean < memEvent/memRecordSize/2 {
+			t.Errorf("shard %s was read in batches of %d records on average: not the full events the bound is about", shard, mean)
+		}
+	}
+	if len(records) != memShards {
+		t.Errorf("the slow run read %d shards, want %d", len(records), memShards)
+	}
+	t.Logf("slow run, per shard: %s", strings.Join(parts, "; "))
+}
+
+func memWaitSubscribed(t *testing.T, srv *kinesisfake.Server, logPath string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.Subscriptions() < memShards {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d shards subscribed within 30s; log:\n%s", srv.Subscriptions(), memShards, memLog(logPath))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// memProducer writes records at a fixed rate, round robin over the shards of
+// stream orders, with partition keys key-<shard>-<0..7>. Record i of shard s
+// has data "m-<s>-<i, 7 digits>" (its id) padded to memRecordSize bytes with
+// a pattern that depends on i.
+type memProducer struct {
+	t        *testing.T
+	done     chan struct{}
+	finished chan struct{}
+	start    time.Time
+	end      time.Time
+	want     testkit.Produced  // id -> partition key
+	shas     map[string]string // id -> "<len>:<sha256>" of the data
+	err      error
+	stopOnce sync.Once
+}
+
+func startMemProducer(t *testing.T, srv *kinesisfake.Server, rate int) *memProducer {
+	shards, err := srv.Shards("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &memProducer{t: t, done: make(chan struct{}), finished: make(chan struct{}), start: time.Now(),
+		want: testkit.Produced{}, shas: map[string]string{}}
+	go func() {
+		defer close(p.finished)
+		buf := make([]byte, memRecordSize)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		n := 0
+		for {
+			select {
+			case <-p.done:
+				p.end = time.Now()
+				return
+			case <-tick.C:
+			}
+			for target := int(time.Since(p.start).Seconds() * float64(rate)); n < target; n++ {
+				s, i := n%len(shards), n/len(shards)
+				id := fmt.Sprintf("m-%d-%07d", s, i)
+				fill := []byte("|" + strconv.Itoa(i*7919+s))
+				copy(buf, id)
+				for j := len(id); j < len(buf); j += len(fill) {
+					copy(buf[j:], fill)
+				}
+				pk := fmt.Sprintf("key-%d-%d", s, i%8)
+				if _, _, err := srv.PutWithHashKey("orders", *shards[s].HashKeyRange.StartingHashKey, pk, buf); err != nil {
+					p.err = err
+					p.end = time.Now()
+					return
+				}
+				sum := sha256.Sum256(buf)
+				p.want[id] = pk
+				p.shas[id] = strconv.Itoa(len(buf)) + ":" + hex.EncodeToString(sum[:])
+			}
+		}
+	}()
+	t.Cleanup(func() { p.stopOnce.Do(func() { close(p.done) }); <-p.finished })
+	return p
+}
+
+// stop ends production and returns what was written.
+func (p *memProducer) stop() (testkit.Produced, map[string]string) {
+	p.t.Helper()
+	p.stopOnce.Do(func() { close(p.done) })
+	<-p.finished
+	if p.err != nil {
+		p.t.Fatalf("producing: %v", p.err)
+	}
+	return p.want, p.shas
+}
+
+func (p *memProducer) took() time.Duration { return p.end.Sub(p.start) }
+
+// readMemOutput parses the JSON lines a run wrote. Got.Data is the record's
+// id and Got.Err "<len>:<sha256>" of its data.
+func readMemOutput(t *testing.T, path string) []testkit.Got {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []testkit.Got
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m struct {
+			ID, Sha, Shard, Seq, PK string
+			Len                     int
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: line %q: %v", path, sc.Bytes(), err)
+		}
+		out = append(out, testkit.Got{Stream: "orders", Shard: m.Shard, Seq: m.Seq, PK: m.PK, Data: m.ID,
+			Err: strconv.Itoa(m.Len) + ":" + m.Sha})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// memCountLines counts the complete lines of a file; 0 if it does not exist.
+func memCountLines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
+}
+
+func memLog(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
+}
+
+// memSampler reads the VmRSS of a process at a fixed interval.
+type memSampler struct {
+	pid      int
+	done     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	samples []memSample
+}
+
+type memSample struct {
+	at  time.Time
+	rss int64 // bytes
+}
+
+func startMemSampler(t *testing.T, pid int, every time.Duration) *memSampler {
+	s := &memSampler{pid: pid, done: make(chan struct{})}
+	s.take()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+				s.take()
+			}
+		}
+	}()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *memSampler) take() {
+	rss, err := memProcStatus(s.pid, "VmRSS")
+	if err != nil {
+		return // the process is gone; the test notices
+	}
+	s.mu.Lock()
+	s.samples = append(s.samples, memSample{at: time.Now(), rss: rss})
+	s.mu.Unlock()
+}
+
+func (s *memSampler) stop() {
+	s.stopOnce.Do(func() { close(s.done) })
+	s.wg.Wait()
+}
+
+func (s *memSampler) last() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.samples) == 0 {
+		return 0
+	}
+	return s.samples[len(s.samples)-1].rss
+}
+
+// maxBetween is the highest sample taken in [from, to].
+func (s *memSampler) maxBetween(from, to time.Time) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m int64
+	for _, x := range s.samples {
+		if !x.at.Before(from) && !x.at.After(to) {
+			m = max(m, x.rss)
+		}
+	}
+	return m
+}
+
+// procStatus returns a size field (kB) of /proc/<pid>/status in bytes.
+func memProcStatus(pid int, field string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || name != field {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/status %s: %q: %v", pid, field, rest, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+func memProcStatusBytes(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	v, err := memProcStatus(pid, field)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func memFmt(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/memMiB) }
