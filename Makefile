@@ -66,8 +66,12 @@ config-test: $(BIN)/benthos-kinesis
 docs:
 	$(GO) test ./input -run TestDocsAreGenerated -update-docs
 
+# Benchmarks: the input against a bare aws-sdk-go-v2 loop over the same
+# in-process fake, reported as ratios (Go benchmarks, then the bench command).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench 'Baseline|Input' -benchtime 3x ./input
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/kpl
+	$(GO) run ./cmd/kinesis-bench -rounds 5
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime 60s ./internal/kpl

@@ -70,6 +70,21 @@ func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) 
 	return e, nil
 }
 
+// Grow extends e, the batch tracked last and not yet handed out, by n
+// records ending at pos, if that keeps the unacknowledged records within the
+// limit. It reports whether it did.
+func (t *ackTracker) Grow(e *tracked, pos checkpoint.Position, n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending+n > t.limit || e.acked || e.nacked {
+		return false
+	}
+	e.pos = pos
+	e.n += n
+	t.pending += n
+	return true
+}
+
 // Ack resolves a batch: err nil for success, non-nil for a nack. It returns
 // the new checkpoint when it moved.
 func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {

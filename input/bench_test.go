@@ -57,7 +57,6 @@ import (
 	"fmt"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -544,17 +543,5 @@ func (f *benchFake) input(b *testing.B, timed bool, stream, extra string) benchR
 // trim_horizon. (The tests' fakeInput commits every 100 ms; a benchmark
 // measures the default.)
 func benchInputYAML(srv *kinesisfake.Server, stream, dir, extra string) string {
-	pem := strings.ReplaceAll(strings.TrimSpace(string(srv.CertificatePEM())), "\n", "\n      ")
-	return fmt.Sprintf(`
-streams: [ %s ]
-endpoint: %s
-region: %s
-credentials: { id: fake, secret: fake }
-tls:
-  enabled: true
-  root_cas: |
-      %s
-start_from: trim_horizon
-checkpoint: { dir: %s }
-%s`, stream, srv.Endpoint(), srv.Region(), pem, dir, extra)
+	return fakeYAML(srv, stream, fmt.Sprintf("{ dir: '%s' }", dir), extra)
 }

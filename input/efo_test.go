@@ -28,8 +28,14 @@ func newFake(t *testing.T, opts ...kinesisfake.Opt) *kinesisfake.Server {
 }
 
 // fakeInput is the input's YAML for the fake, reading by fan-out unless
-// extra says otherwise.
+// extra says otherwise, committing every 100 ms.
 func fakeInput(srv *kinesisfake.Server, streams, dir, extra string) string {
+	return fakeYAML(srv, streams, fmt.Sprintf("{ dir: '%s', commit_period: 100ms }", dir), extra)
+}
+
+// fakeYAML is the input's YAML for the fake with the given checkpoint
+// settings: what reaching the fake over TLS needs, and trim_horizon.
+func fakeYAML(srv *kinesisfake.Server, streams, checkpoint, extra string) string {
 	pem := strings.ReplaceAll(strings.TrimSpace(string(srv.CertificatePEM())), "\n", "\n      ")
 	return fmt.Sprintf(`
 streams: [ %s ]
@@ -41,8 +47,8 @@ tls:
   root_cas: |
       %s
 start_from: trim_horizon
-checkpoint: { dir: '%s', commit_period: 100ms }
-%s`, streams, srv.Endpoint(), srv.Region(), pem, dir, extra)
+checkpoint: %s
+%s`, streams, srv.Endpoint(), srv.Region(), pem, checkpoint, extra)
 }
 
 // fakeProduce writes n records with data "<prefix>-<index>" through the

@@ -18,12 +18,26 @@ import (
 // grows a queue); the reader's own loop turns them into Benthos batches,
 // tracks them until acknowledged and, at the shard's end, waits for the last
 // acknowledgement and commits the end before reporting it.
+// heldBatch is converted records waiting to be emitted.
+type heldBatch struct {
+	msgs service.MessageBatch
+	last checkpoint.Position
+	n    int
+}
+
 type shardReader struct {
 	s       *streamReader
 	info    shardInfo
 	cp      checkpoint.Checkpoint
 	tracker *ackTracker
 	conv    *converter
+
+	batches <-chan shard.Batch // from the publisher goroutine
+
+	// Set while merging reads into a batch waiting for the pipeline: a read
+	// that ended the shard, and converted records that did not fit.
+	end  *shard.Batch
+	held *heldBatch
 
 	batcher   *service.Batcher // nil when the batch policy is empty
 	hasPeriod bool
@@ -73,6 +87,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 
 	pctx, pcancel := context.WithCancel(ctx)
 	batches := make(chan shard.Batch)
+	r.batches = batches
 	var pwg sync.WaitGroup
 	pwg.Add(1)
 	go func() {
@@ -119,8 +134,18 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			if err := r.handle(ctx, b); err != nil {
 				return ev
 			}
+			for r.held != nil {
+				h := r.held
+				r.held = nil
+				if err := r.emit(ctx, h.msgs, h.last, h.n); err != nil {
+					return ev
+				}
+			}
 			if b.End {
 				return r.finish(ctx, b)
+			}
+			if r.end != nil {
+				return r.finish(ctx, *r.end)
 			}
 		}
 		timer.Stop()
@@ -206,6 +231,11 @@ func (r *shardReader) flush(ctx context.Context) error {
 }
 
 // emit tracks a batch of n records ending at pos and hands it to ReadBatch.
+//
+// Without a batch policy, the shard's next reads join the batch while it
+// waits for the pipeline, up to checkpoint.limit records: a busy pipeline gets
+// fewer, larger batches from a shard instead of a queue of small ones (which
+// would also let a shard of small reads fall behind shards of large ones).
 func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int) error {
 	e, err := r.tracker.Track(ctx, pos, n)
 	if err != nil {
@@ -219,11 +249,36 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		r.ack(e, nil)
 		return nil
 	}
-	select {
-	case r.s.in.out <- delivery{batch: batch, ack: ack}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	more := r.batches
+	if r.batcher != nil || r.end != nil {
+		more = nil
+	}
+	for {
+		select {
+		case r.s.in.out <- delivery{batch: batch, ack: ack}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case b, ok := <-more:
+			if !ok {
+				more = nil // the run loop sees the close next
+				continue
+			}
+			r.s.in.metrics.millisBehind.Set(b.MillisBehindLatest, r.s.name, r.info.id)
+			if b.End {
+				end := b
+				r.end, more = &end, nil
+			}
+			msgs, last, m := r.conv.convert(b)
+			if m == 0 {
+				continue
+			}
+			if r.tracker.Grow(e, last, m) {
+				batch = append(batch, msgs...)
+			} else {
+				r.held, more = &heldBatch{msgs: msgs, last: last, n: m}, nil
+			}
+		}
 	}
 }
 

@@ -1,0 +1,102 @@
+// Command kinesis-bench measures the aws_kinesis_streams input against bare
+// aws-sdk-go-v2 read loops, in one process, over one in-process fake Kinesis
+// (internal/kinesisfake, TLS and HTTP/2, quotas off) holding the same records
+// for every scenario. It prints a table whose ratios compare each scenario
+// with its baseline measured in the same round:
+//
+//	input-polling / sdk-polling, input-efo / sdk-efo, input-efo-kpl / input-efo
+//
+// Usage:
+//
+//	kinesis-bench -records 200000 -shards 4 -size 200 -rounds 3
+//	kinesis-bench -scenarios input-efo -cpuprofile efo.pprof
+//	kinesis-bench -scenarios input-efo -set auto_replay_nacks=false
+//
+// A scenario's baseline always runs with it. Each round runs every scenario
+// once, in the order of the table, after -warmup rounds that are not
+// reported; the table shows medians over the rounds.
+// With -cpuprofile every run carries the pprof label scenario=<name> (the
+// fake's own goroutines carry none): go tool pprof -tagfocus
+// 'scenario=^input-efo$'.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strings"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "kinesis-bench:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kinesis-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		records    = fs.Int("records", 200_000, "records (user records for input-efo-kpl) to read in each run")
+		shards     = fs.Int("shards", 4, "shards of each stream")
+		size       = fs.Int("size", 200, "bytes of data per record")
+		aggregate  = fs.Int("aggregate", 100, "user records per KPL aggregate (input-efo-kpl)")
+		names      = fs.String("scenarios", strings.Join(scenarioNames(), ","), "scenarios to run, comma-separated; their baselines are added")
+		rounds     = fs.Int("rounds", 3, "rounds; the table shows the median of each figure")
+		warmup     = fs.Int("warmup", 1, "rounds run first and not reported (the first runs of a process pay for growing its heap)")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the runs (labelled scenario=<name>) to this file")
+		set        settings
+	)
+	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *records < *shards || *shards < 1 || *size < 1 || *aggregate < 1 || *rounds < 1 || *warmup < 0 {
+		return fmt.Errorf("want -records >= -shards >= 1, -size, -aggregate and -rounds >= 1, -warmup >= 0")
+	}
+	selected, err := selectScenarios(*names)
+	if err != nil {
+		return fmt.Errorf("-scenarios %q: %w", *names, err)
+	}
+
+	f, err := newFake(fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, selected)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+
+	if *cpuprofile != "" {
+		out, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	results := map[string][]result{}
+	for round := -*warmup; round < *rounds; round++ {
+		label := fmt.Sprintf("round %d", round+1)
+		if round < 0 {
+			label = "warm-up"
+		}
+		for _, s := range selected {
+			r, err := measure(context.Background(), f, s)
+			if err != nil {
+				return fmt.Errorf("%s, scenario %s: %w", label, s.name, err)
+			}
+			fmt.Fprintf(stderr, "%-8s %-14s %s\n", label, s.name, r)
+			if round >= 0 {
+				results[s.name] = append(results[s.name], r)
+			}
+		}
+	}
+	return printTable(stdout, f.cfg, *rounds, selected, results)
+}
