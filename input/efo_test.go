@@ -235,3 +235,45 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestEFOBusyPipelineGetsLargerBatches: while the output is busy, a shard's
+// next reads join the batch waiting for it (up to checkpoint.limit), so a
+// stream of small events does not become a queue of tiny batches; a shard that
+// ends while its reads are being joined still hands over its children in
+// order.
+func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
+	// Events of at most 10 records: any larger batch was joined from reads.
+	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
+	out := &testkit.Collector{Slow: 20 * time.Millisecond}
+	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	want := testkit.Produced{}
+	for i := 0; i < 3000; i++ { // one put, one event, at a time
+		d, pk := fmt.Sprintf("a-%07d", i), fmt.Sprintf("key-%d", i%31)
+		if _, _, err := srv.Put("orders", pk, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+		want[d] = pk
+		if i == 2000 {
+			if _, err := srv.SplitShard("orders", "shardId-000000000000", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out.WaitFor(t, len(want), time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+	msgs := out.All()
+	testkit.CheckDelivery(t, msgs, want, true)
+	testkit.CheckOrder(t, msgs)
+	largest := 0
+	for _, n := range out.BatchSizes() {
+		largest = max(largest, n)
+	}
+	if largest < 100 {
+		t.Fatalf("the largest batch held %d records: reads waiting for a busy output were not joined", largest)
+	}
+	if largest > 1024 {
+		t.Fatalf("a batch of %d records: joined past checkpoint.limit", largest)
+	}
+	t.Logf("%d batches, the largest %d records", len(out.BatchSizes()), largest)
+}

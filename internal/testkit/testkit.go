@@ -44,8 +44,9 @@ func (g Got) Position() checkpoint.Position {
 // Collector is the output of a test pipeline: it records every message it
 // acknowledges, and may reject (nack) batches.
 type Collector struct {
-	mu   sync.Mutex
-	msgs []Got
+	mu      sync.Mutex
+	msgs    []Got
+	batches []int // sizes of the accepted batches
 	// Reject, when set, is asked about every batch; a true answer nacks it
 	// (and the batch is not recorded).
 	Reject func(batch []Got) bool
@@ -83,7 +84,15 @@ func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
 		return fmt.Errorf("rejected a batch of %d starting at %s", len(batch), batch[0].Seq)
 	}
 	c.msgs = append(c.msgs, batch...)
+	c.batches = append(c.batches, len(batch))
 	return nil
+}
+
+// BatchSizes returns the sizes of the batches accepted so far.
+func (c *Collector) BatchSizes() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.batches...)
 }
 
 // Lock and Unlock hold the collector still (Reject runs under the lock), e.g.
