@@ -31,6 +31,12 @@ const (
 // their positions, splitting KPL aggregated records into their user records.
 type converter struct {
 	stream, shardID string
+	// The metadata values every message of the shard shares, boxed once.
+	streamMeta, shardMeta any
+	// The last arrival time formatted, reused while records share it (all
+	// user records of an aggregate do).
+	arrivalAt   time.Time
+	arrivalMeta any
 	metrics         *metrics
 	log             *service.Logger
 	deaggregate     bool
@@ -53,7 +59,10 @@ type converter struct {
 }
 
 func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) *converter {
-	c := &converter{stream: s.name, shardID: info.id, metrics: s.in.metrics, log: s.in.log, deaggregate: s.in.conf.Deaggregate}
+	c := &converter{
+		stream: s.name, shardID: info.id, streamMeta: s.name, shardMeta: info.id,
+		metrics: s.in.metrics, log: s.in.log, deaggregate: s.in.conf.Deaggregate,
+	}
 	if info.hashLow != "" && info.hashHigh != "" {
 		if r, err := kpl.ParseHashKeyRange(info.hashLow, info.hashHigh); err == nil {
 			c.hashRange, c.hasHashRange = r, true
@@ -72,7 +81,7 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Position, int) {
 	msgs := make(service.MessageBatch, 0, len(b.Records))
 	c.positions = c.positions[:0]
-	millis := strconv.FormatInt(b.MillisBehindLatest, 10)
+	var millis any = strconv.FormatInt(b.MillisBehindLatest, 10)
 	var bytes int64
 	for i := range b.Records {
 		rec := &b.Records[i]
@@ -92,7 +101,7 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 			msgs = c.unpack(msgs, rec, seq, millis, skip, skipSub)
 			continue
 		}
-		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), seq, millis))
+		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis))
 		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
 	}
 	c.metrics.recordsRead.Incr(int64(len(b.Records)), c.stream, c.shardID)
@@ -105,11 +114,11 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 
 // unpack appends the user records of an aggregated record. A corrupt
 // aggregate is delivered whole, flagged with an error, never dropped.
-func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq, millis string, skip bool, skipSub uint64) service.MessageBatch {
+func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq string, millis any, skip bool, skipSub uint64) service.MessageBatch {
 	users, _, err := c.unpacker.Unpack(c.scratch[:0], rec.Data)
 	if err != nil {
 		c.log.Warnf("stream %s shard %s: record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", c.stream, c.shardID, seq, err)
-		m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), seq, millis)
+		m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis)
 		m.MetaSetMut(metaDeaggError, err.Error())
 		m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
 		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
@@ -117,6 +126,7 @@ func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq, mi
 	}
 	c.scratch = users[:0]
 	last := len(users) - 1
+	var seqMeta any = seq // shared by the aggregate's user records
 	for i := range users {
 		u := &users[i]
 		if skip && u.SubSequence <= skipSub {
@@ -128,7 +138,7 @@ func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq, mi
 				continue // belongs to another shard since a reshard
 			}
 		}
-		m := c.message(rec, u.Data, u.PartitionKey, seq, millis)
+		m := c.message(rec, u.Data, u.PartitionKey, seqMeta, millis)
 		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
 		if u.ExplicitHashKey != "" {
 			m.MetaSetMut(metaExplicitHashKey, u.ExplicitHashKey)
@@ -139,14 +149,17 @@ func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq, mi
 	return msgs
 }
 
-func (c *converter) message(rec *types.Record, data []byte, partitionKey, seq, millis string) *service.Message {
+func (c *converter) message(rec *types.Record, data []byte, partitionKey string, seq, millis any) *service.Message {
 	m := service.NewMessage(data)
-	m.MetaSetMut(metaStream, c.stream)
-	m.MetaSetMut(metaShard, c.shardID)
+	m.MetaSetMut(metaStream, c.streamMeta)
+	m.MetaSetMut(metaShard, c.shardMeta)
 	m.MetaSetMut(metaPartitionKey, partitionKey)
 	m.MetaSetMut(metaSequence, seq)
-	if rec.ApproximateArrivalTimestamp != nil {
-		m.MetaSetMut(metaArrival, rec.ApproximateArrivalTimestamp.UTC().Format(time.RFC3339Nano))
+	if at := rec.ApproximateArrivalTimestamp; at != nil {
+		if !at.Equal(c.arrivalAt) || c.arrivalMeta == nil {
+			c.arrivalAt, c.arrivalMeta = *at, at.UTC().Format(time.RFC3339Nano)
+		}
+		m.MetaSetMut(metaArrival, c.arrivalMeta)
 	}
 	m.MetaSetMut(metaMillisBehind, millis)
 	return m
