@@ -37,9 +37,9 @@ type converter struct {
 	// user records of an aggregate do).
 	arrivalAt   time.Time
 	arrivalMeta any
-	metrics         *metrics
-	log             *service.Logger
-	deaggregate     bool
+	metrics     *metrics
+	log         *service.Logger
+	deaggregate bool
 
 	// hashRange is the shard's hash key range; after a reshard, user records
 	// of an aggregate whose hash key lies outside it belong to another shard
