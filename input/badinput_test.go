@@ -11,8 +11,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // connectErr builds the input from YAML and returns the error of Connect.
@@ -31,7 +31,7 @@ func connectErr(t *testing.T, yaml string) error {
 
 func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 	k := emulator.KinesisLocal(t)
-	testkit.CreateStream(t, k.Client(), "orders", 1)
+	inputtest.CreateStream(t, k.Client(), "orders", 1)
 	file := filepath.Join(t.TempDir(), "a-file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -71,13 +71,13 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 // (no crash loop, no stack trace), and starts reading once the stream exists.
 func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	k := emulator.KinesisLocal(t)
-	logs := &testkit.Logs{}
+	logs := &inputtest.Logs{}
 	sb := service.NewStreamBuilder()
 	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + testkit.Indent(strings.TrimSpace(localInput(k, "later", t.TempDir(), "")), "  ")); err != nil {
+	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + inputtest.Indent(strings.TrimSpace(localInput(k, "later", t.TempDir(), "")), "  ")); err != nil {
 		t.Fatal(err)
 	}
-	out := &testkit.Collector{}
+	out := &inputtest.Collector{}
 	if err := sb.AddBatchConsumerFunc(out.Consume); err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +107,12 @@ func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	}
 
 	client := k.Client()
-	testkit.CreateStream(t, client, "later", 1)
-	want := testkit.Produce(t, client, "later", "l", 20, 3)
+	inputtest.CreateStream(t, client, "later", 1)
+	want := inputtest.Produce(t, client, "later", "l", 20, 3)
 	out.WaitFor(t, len(want), time.Minute)
 	if err := s.StopWithin(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	testkit.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckDelivery(t, out.All(), want, true)
 }

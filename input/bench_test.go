@@ -70,9 +70,9 @@ import (
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -491,7 +491,7 @@ func (f *benchFake) input(b *testing.B, timed bool, stream, extra string) benchR
 	if err := sb.SetLoggerYAML("level: warn"); err != nil {
 		b.Fatal(err)
 	}
-	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + testkit.Indent(benchInputYAML(f.srv, stream, b.TempDir(), extra), "  ")); err != nil {
+	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + inputtest.Indent(benchInputYAML(f.srv, stream, b.TempDir(), extra), "  ")); err != nil {
 		b.Fatal(err)
 	}
 	err := sb.AddBatchConsumerFunc(func(_ context.Context, batch service.MessageBatch) error {

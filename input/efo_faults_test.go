@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // subscribeLog records when each shard was subscribed, through the fake's
@@ -49,9 +49,9 @@ func (l *subscribeLog) minGap() (time.Duration, int) {
 }
 
 // produceFor writes records to the fake for d, at about rate records/s.
-func produceFor(t *testing.T, srv *kinesisfake.Server, stream, prefix string, d time.Duration, rate int) testkit.Produced {
+func produceFor(t *testing.T, srv *kinesisfake.Server, stream, prefix string, d time.Duration, rate int) inputtest.Produced {
 	t.Helper()
-	out := testkit.Produced{}
+	out := inputtest.Produced{}
 	tick := time.NewTicker(time.Second / time.Duration(rate/10))
 	defer tick.Stop()
 	end := time.Now().Add(d)
@@ -94,15 +94,13 @@ func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.SubscriptionLifetime(2*time.Second))
 	subs := watchSubscribes(srv)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
 	want := produceFor(t, srv, "orders", "r", 30*time.Second, 500)
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
+	p.StopWhen(t, out, len(want), time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	gap, n := subs.minGap()
 	if n < 4*10 {
 		t.Fatalf("only %d subscribe calls in 30 s with a 2 s lifetime: the test did not resubscribe", n)
@@ -125,13 +123,13 @@ func TestEFORecoversFromFaults(t *testing.T) {
 	// subscription for up to 5 s; the test is about recovering, not waiting.
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond),
 		kinesisfake.SubscribeTakeoverWindow(time.Second))
-	logs := &testkit.Logs{}
-	out := &testkit.Collector{}
+	logs := &inputtest.Logs{}
+	out := &inputtest.Collector{}
 	want := fakeProduce(t, srv, "orders", "a", 2000, 17)
 	srv.DropSubscriptionAfter("", 3, 2)                             // connections cut mid-stream
 	srv.FailNext("SubscribeToShard", 20, "ResourceInUseException")  // a hand-over storm
 	srv.FailSubscriptionAfter("", 2, 1, "InternalFailureException") // exception frames mid-stream
-	p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs)
@@ -143,10 +141,8 @@ func TestEFORecoversFromFaults(t *testing.T) {
 	for d, pk := range fakeProduce(t, srv, "orders", "b", 2000, 17) {
 		want[d] = pk
 	}
-	out.WaitFor(t, len(want), 2*time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
+	p.StopWhen(t, out, len(want), 2*time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Fatalf("recoverable faults were logged as errors:\n%s", logs)
 	}
@@ -160,12 +156,12 @@ func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	srv.FailNext("SubscribeToShard", 12, "LimitExceededException")
 	want := fakeProduce(t, srv, "orders", "a", 300, 7)
-	logs := &testkit.Logs{}
-	out := &testkit.Collector{}
-	p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	logs := &inputtest.Logs{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
 	out.WaitFor(t, len(want), 3*time.Minute)
 	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckDelivery(t, out.All(), want, true)
 	text := logs.String()
 	for _, w := range []string{"level=ERROR", "LimitExceededException", "10 failures in a row", "shardId-000000000000", "1 call per second per shard"} {
 		if !strings.Contains(text, w) {
@@ -184,8 +180,8 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
 	srv.StallSubscriptionAfter("", 1, 0, 40*time.Second) // silent right after the initial response
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
 	for srv.Calls("SubscribeToShard") == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -194,7 +190,7 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	out.WaitFor(t, len(want), time.Minute)
 	waited := time.Since(start)
 	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckDelivery(t, out.All(), want, true)
 	if waited > 39*time.Second {
 		t.Fatalf("records came after %v: the stall was waited out, not replaced by the watchdog", waited)
 	}
@@ -242,9 +238,9 @@ func TestEFOBadConsumerStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fakeProduce(t, srv, "orders", "d", 50, 3)
-		logs := &testkit.Logs{}
-		out := &testkit.Collector{}
-		p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+		logs := &inputtest.Logs{}
+		out := &inputtest.Collector{}
+		p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
 		out.WaitFor(t, len(want), time.Minute)
 		p.Stop(t)
 		if !strings.Contains(logs.String(), "is being deleted (DELETING); waiting for it to go") {
@@ -265,9 +261,9 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		srv := newFake(t, kinesisfake.Stream("orders", 1))
 		srv.FailNext("SubscribeToShard", 1, "AccessDeniedException")
 		want := fakeProduce(t, srv, "orders", "d", 50, 3)
-		logs := &testkit.Logs{}
-		out := &testkit.Collector{}
-		p := testkit.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+		logs := &inputtest.Logs{}
+		out := &inputtest.Collector{}
+		p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
 		out.WaitFor(t, len(want), time.Minute)
 		p.Stop(t)
 		text := logs.String()

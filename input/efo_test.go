@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // newFake starts the fake Kinesis over TLS with HTTP/2, as AWS serves
@@ -53,9 +53,9 @@ checkpoint: %s
 
 // fakeProduce writes n records with data "<prefix>-<index>" through the
 // fake's direct API, spread over keys partition keys.
-func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n, keys int) testkit.Produced {
+func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n, keys int) inputtest.Produced {
 	t.Helper()
-	out := testkit.Produced{}
+	out := inputtest.Produced{}
 	for i := 0; i < n; i++ {
 		data := fmt.Sprintf("%s-%07d", prefix, i)
 		pk := fmt.Sprintf("key-%d", i%keys)
@@ -69,13 +69,13 @@ func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n
 
 // fakeProducePerShard writes exactly perShard records to every open shard
 // (by explicit hash key), with keys partition keys per shard.
-func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix string, perShard, keys int) testkit.Produced {
+func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix string, perShard, keys int) inputtest.Produced {
 	t.Helper()
 	shards, err := srv.Shards(stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := testkit.Produced{}
+	out := inputtest.Produced{}
 	for i := 0; i < perShard; i++ {
 		for s, sh := range shards {
 			if sh.SequenceNumberRange.EndingSequenceNumber != nil {
@@ -97,14 +97,12 @@ func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix s
 func TestEFOExactlyOnceFromFake(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 4))
 	want := fakeProducePerShard(t, srv, "orders", "e", 5000, 25)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	p.StopWhen(t, out, len(want), time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	if n := srv.Calls("GetRecords"); n != 0 {
 		t.Fatalf("%d GetRecords calls: the efo reader polled", n)
 	}
@@ -132,8 +130,8 @@ func TestEFOExactlyOnceFromFake(t *testing.T) {
 func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 1000, 64)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }\nshard_discovery_interval: 1h"), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }\nshard_discovery_interval: 1h"), out)
 	out.WaitFor(t, 500, time.Minute)
 
 	children, err := srv.SplitShard("orders", "shardId-000000000000", "")
@@ -150,13 +148,11 @@ func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	for d, pk := range fakeProduce(t, srv, "orders", "c", 1000, 64) {
 		want[d] = pk
 	}
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
+	p.StopWhen(t, out, len(want), time.Minute)
 
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	checkParentsFirst(t, msgs, map[string][]string{
 		children[0]: {"shardId-000000000000"},
 		children[1]: {"shardId-000000000000"},
@@ -172,7 +168,7 @@ func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	}
 }
 
-func containsShard(msgs []testkit.Got, shardID string) bool {
+func containsShard(msgs []inputtest.Got, shardID string) bool {
 	for _, m := range msgs {
 		if m.Shard == shardID {
 			return true
@@ -188,8 +184,8 @@ func TestEFODeregisterOnClose(t *testing.T) {
 		t.Run(fmt.Sprint("deregister_on_close=", deregister), func(t *testing.T) {
 			srv := newFake(t, kinesisfake.Stream("orders", 1))
 			want := fakeProduce(t, srv, "orders", "d", 20, 3)
-			out := &testkit.Collector{}
-			p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), fmt.Sprintf("efo: { consumer_name: app, deregister_on_close: %v }", deregister)), out)
+			out := &inputtest.Collector{}
+			p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), fmt.Sprintf("efo: { consumer_name: app, deregister_on_close: %v }", deregister)), out)
 			out.WaitFor(t, len(want), time.Minute)
 			p.Stop(t)
 			res, err := srv.NewClient().ListStreamConsumers(t.Context(), &kinesis.ListStreamConsumersInput{StreamARN: aws.String(srv.StreamARN("orders"))})
@@ -224,11 +220,11 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fakeProduce(t, srv, "orders", "n", 500, 7)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { registration: none, consumer_arns: { orders: '"+arn+"' } }"), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { registration: none, consumer_arns: { orders: '"+arn+"' } }"), out)
 	out.WaitFor(t, len(want), time.Minute)
 	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckDelivery(t, out.All(), want, true)
 	for _, op := range []string{"RegisterStreamConsumer", "DescribeStreamConsumer", "ListStreamConsumers", "DeregisterStreamConsumer", "DescribeStreamSummary", "DescribeStream"} {
 		if n := srv.Calls(op); n != 0 {
 			t.Fatalf("%d %s calls with registration none", n, op)
@@ -244,9 +240,9 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 	// Events of at most 10 records: any larger batch was joined from reads.
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
-	out := &testkit.Collector{Slow: 20 * time.Millisecond}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
-	want := testkit.Produced{}
+	out := &inputtest.Collector{Slow: 20 * time.Millisecond}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	want := inputtest.Produced{}
 	for i := 0; i < 3000; i++ { // one put, one event, at a time
 		d, pk := fmt.Sprintf("a-%07d", i), fmt.Sprintf("key-%d", i%31)
 		if _, _, err := srv.Put("orders", pk, []byte(d)); err != nil {
@@ -259,12 +255,10 @@ func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 			}
 		}
 	}
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
+	p.StopWhen(t, out, len(want), time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	largest := 0
 	for _, n := range out.BatchSizes() {
 		largest = max(largest, n)

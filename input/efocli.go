@@ -2,14 +2,18 @@ package input
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
@@ -24,6 +28,7 @@ func EFOCommand() *cli.Command {
 		&cli.StringFlag{Name: "stream", Usage: "the stream, by name or ARN", Required: true},
 		&cli.StringFlag{Name: "region", Usage: "the AWS region (default: the stream ARN's, else the AWS SDK's)"},
 		&cli.StringFlag{Name: "endpoint", Usage: "a custom Kinesis endpoint URL, e.g. http://127.0.0.1:4568"},
+		&cli.StringFlag{Name: "ca-file", Usage: "a PEM file of certificate authorities to trust for the endpoint (default: the system's)"},
 		&cli.StringFlag{Name: "profile", Usage: "a profile of the shared AWS config"},
 		&cli.StringFlag{Name: "role", Usage: "the ARN of a role to assume"},
 		&cli.StringFlag{Name: "role-external-id", Usage: "the external id to present when assuming the role"},
@@ -89,6 +94,17 @@ func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) 
 		if conf.Region == "" {
 			conf.Region = arnRegion
 		}
+		if path := c.String("ca-file"); path != "" {
+			pem, err := os.ReadFile(path)
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("--ca-file: %v", err), 2)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return cli.Exit(fmt.Sprintf("--ca-file %s: no PEM certificate in it", path), 2)
+			}
+			conf.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
 		cfg, err := awsConfig(ctx, conf)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
@@ -115,17 +131,29 @@ func registerAction(ctx context.Context, c *cli.Context, t efoTarget) error {
 	return err
 }
 
-func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+// describe describes the target consumer, with a clear error when it is not
+// registered.
+func (t efoTarget) describe(ctx context.Context) (*types.ConsumerDescription, error) {
 	out, err := t.client.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
 		StreamARN: aws.String(t.streamARN), ConsumerName: aws.String(t.name),
 	})
 	if awserr.Is(err, "ResourceNotFoundException") {
-		return fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
+		return nil, fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if out.ConsumerDescription == nil || out.ConsumerDescription.ConsumerARN == nil {
+		return nil, errors.New("the service described the consumer without an ARN")
+	}
+	return out.ConsumerDescription, nil
+}
+
+func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+	d, err := t.describe(ctx)
 	if err != nil {
 		return err
 	}
-	d := out.ConsumerDescription
 	enc := json.NewEncoder(t.out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(map[string]any{
@@ -154,19 +182,11 @@ func listAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
 }
 
 func deregisterAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
-	out, err := t.client.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
-		StreamARN: aws.String(t.streamARN), ConsumerName: aws.String(t.name),
-	})
-	if awserr.Is(err, "ResourceNotFoundException") {
-		return fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
-	}
+	d, err := t.describe(ctx)
 	if err != nil {
 		return err
 	}
-	arn := aws.ToString(out.ConsumerDescription.ConsumerARN)
-	if arn == "" {
-		return errors.New("the service described the consumer without an ARN")
-	}
+	arn := aws.ToString(d.ConsumerARN)
 	if err := efo.Deregister(ctx, t.client, arn); err != nil {
 		return err
 	}

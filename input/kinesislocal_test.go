@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // localInput is the input's YAML for a kinesis-local emulator.
@@ -29,21 +29,21 @@ checkpoint: { dir: '%s', commit_period: 100ms }
 func TestLocalManyStreamsExactlyOnce(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	want := testkit.Produced{}
+	want := inputtest.Produced{}
 	for _, name := range []string{"alpha", "beta", "gamma"} {
-		testkit.CreateStream(t, client, name, 4)
-		for d, pk := range testkit.Produce(t, client, name, name, 8000, 97) {
+		inputtest.CreateStream(t, client, name, 4)
+		for d, pk := range inputtest.Produce(t, client, name, name, 8000, 97) {
 			want[d] = pk
 		}
 	}
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, localInput(k, "alpha, beta, gamma", t.TempDir(), ""), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, localInput(k, "alpha, beta, gamma", t.TempDir(), ""), out)
 	out.WaitFor(t, len(want), 2*time.Minute)
 	time.Sleep(500 * time.Millisecond) // anything extra would show now
 	p.Stop(t)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	shards := map[string]bool{}
 	for _, m := range msgs {
 		shards[m.Stream+"/"+m.Shard] = true
@@ -59,16 +59,16 @@ func TestLocalManyStreamsExactlyOnce(t *testing.T) {
 func TestLocalCleanRestart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 4)
-	want := testkit.Produce(t, client, "orders", "first", 3000, 31)
+	inputtest.CreateStream(t, client, "orders", 4)
+	want := inputtest.Produce(t, client, "orders", "first", 3000, 31)
 	dir := t.TempDir()
 	conf := strings.Replace(localInput(k, "orders", dir, "polling: { limit: 100 }"),
 		"commit_period: 100ms }", "commit_period: 100ms, limit: 200 }", 1)
 
-	first := &testkit.Collector{}
-	p := testkit.StartPipeline(t, conf, first)
+	first := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, conf, first)
 	first.WaitFor(t, 1000, time.Minute)
-	for d, pk := range testkit.Produce(t, client, "orders", "second", 1000, 31) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "second", 1000, 31) {
 		want[d] = pk
 	}
 	p.Stop(t)
@@ -77,15 +77,13 @@ func TestLocalCleanRestart(t *testing.T) {
 		t.Fatalf("the first run read everything (%d): the stop was not mid-stream", n)
 	}
 
-	second := &testkit.Collector{}
-	p = testkit.StartPipeline(t, conf, second)
-	second.WaitFor(t, len(want)-n, time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	second := &inputtest.Collector{}
+	p = inputtest.StartPipeline(t, conf, second)
+	p.StopWhen(t, second, len(want)-n, time.Minute)
 
-	testkit.CheckOrder(t, first.All())
-	testkit.CheckOrder(t, second.All())
-	testkit.CheckDelivery(t, append(first.All(), second.All()...), want, true)
+	inputtest.CheckOrder(t, first.All())
+	inputtest.CheckOrder(t, second.All())
+	inputtest.CheckDelivery(t, append(first.All(), second.All()...), want, true)
 	t.Logf("first run %d records, second run %d", n, second.Count())
 }
 
@@ -94,11 +92,11 @@ func TestLocalCleanRestart(t *testing.T) {
 type rejecter struct {
 	targets map[string]bool
 	on      func() bool
-	seen    map[string]testkit.Got // target data -> the message
+	seen    map[string]inputtest.Got // target data -> the message
 	nacks   int
 }
 
-func (r *rejecter) reject(batch []testkit.Got) bool {
+func (r *rejecter) reject(batch []inputtest.Got) bool {
 	hit := false
 	for _, m := range batch {
 		if r.targets[m.Data] {
@@ -119,16 +117,16 @@ func (r *rejecter) reject(batch []testkit.Got) bool {
 func TestLocalNackedRecordsComeAgain(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	want := testkit.Produce(t, client, "orders", "n", 2000, 13)
+	inputtest.CreateStream(t, client, "orders", 2)
+	want := inputtest.Produce(t, client, "orders", "n", 2000, 13)
 	dir := t.TempDir()
 
 	var mu sync.Mutex
 	rejecting := true
-	r := &rejecter{targets: map[string]bool{"n-0000500": true, "n-0001500": true}, seen: map[string]testkit.Got{},
+	r := &rejecter{targets: map[string]bool{"n-0000500": true, "n-0001500": true}, seen: map[string]inputtest.Got{},
 		on: func() bool { mu.Lock(); defer mu.Unlock(); return rejecting }}
-	out := &testkit.Collector{Reject: r.reject}
-	p := testkit.StartPipeline(t, localInput(k, "orders", dir, "polling: { limit: 50 }"), out)
+	out := &inputtest.Collector{Reject: r.reject}
+	p := inputtest.StartPipeline(t, localInput(k, "orders", dir, "polling: { limit: 50 }"), out)
 	arn := k.StreamARN("orders")
 
 	// While the targets are rejected, the checkpoint never reaches them:
@@ -139,10 +137,10 @@ func TestLocalNackedRecordsComeAgain(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("targets seen %d, nacks %d: the test did not reject both", len(r.seen), r.nacks)
 		}
-		cps := testkit.ReadCheckpointsUnlocked(t, dir, arn)
+		cps := inputtest.ReadCheckpointsUnlocked(t, dir, arn)
 		out.Lock()
 		for _, m := range r.seen {
-			if !testkit.AfterCheckpoint(m, cps) {
+			if !inputtest.AfterCheckpoint(m, cps) {
 				out.Unlock()
 				t.Fatalf("the checkpoint of shard %s passed the rejected record %s (seq %s)", m.Shard, m.Data, m.Seq)
 			}
@@ -157,13 +155,11 @@ func TestLocalNackedRecordsComeAgain(t *testing.T) {
 	rejecting = false
 	mu.Unlock()
 
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
-	cps := testkit.ReadCheckpoints(t, dir, arn)
+	p.StopWhen(t, out, len(want), time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	cps := inputtest.ReadCheckpoints(t, dir, arn)
 	for _, m := range r.seen {
-		if testkit.AfterCheckpoint(m, cps) {
+		if inputtest.AfterCheckpoint(m, cps) {
 			t.Fatalf("after the replay succeeded the checkpoint of shard %s is still before %s", m.Shard, m.Data)
 		}
 	}
@@ -175,14 +171,14 @@ func TestLocalNackedRecordsComeAgain(t *testing.T) {
 func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	want := testkit.Produce(t, client, "orders", "n", 1000, 13)
+	inputtest.CreateStream(t, client, "orders", 2)
+	want := inputtest.Produce(t, client, "orders", "n", 1000, 13)
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 50 }\nauto_replay_nacks: false")
 
-	r := &rejecter{targets: map[string]bool{"n-0000300": true}, seen: map[string]testkit.Got{}, on: func() bool { return true }}
-	first := &testkit.Collector{Reject: r.reject}
-	p := testkit.StartPipeline(t, conf, first)
+	r := &rejecter{targets: map[string]bool{"n-0000300": true}, seen: map[string]inputtest.Got{}, on: func() bool { return true }}
+	first := &inputtest.Collector{Reject: r.reject}
+	p := inputtest.StartPipeline(t, conf, first)
 	// Everything but the rejected batch arrives.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -203,13 +199,13 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 		t.Fatalf("the rejected batch was delivered %d times in one run, want once (no replay)", r.nacks)
 	}
 	target := r.seen["n-0000300"]
-	cps := testkit.ReadCheckpoints(t, dir, k.StreamARN("orders"))
-	if !testkit.AfterCheckpoint(target, cps) {
+	cps := inputtest.ReadCheckpoints(t, dir, k.StreamARN("orders"))
+	if !inputtest.AfterCheckpoint(target, cps) {
 		t.Fatalf("the checkpoint of shard %s (%+v) passed the rejected record (seq %s)", target.Shard, cps.Shards[target.Shard].Position, target.Seq)
 	}
 
-	second := &testkit.Collector{}
-	p = testkit.StartPipeline(t, conf, second)
+	second := &inputtest.Collector{}
+	p = inputtest.StartPipeline(t, conf, second)
 	deadline = time.Now().Add(time.Minute)
 	for !containsData(second.All(), "n-0000300") {
 		if time.Now().After(deadline) {
@@ -219,10 +215,10 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	p.Stop(t)
-	testkit.CheckDelivery(t, append(first.All(), second.All()...), want, false)
+	inputtest.CheckDelivery(t, append(first.All(), second.All()...), want, false)
 }
 
-func containsData(msgs []testkit.Got, data string) bool {
+func containsData(msgs []inputtest.Got, data string) bool {
 	for _, m := range msgs {
 		if m.Data == data {
 			return true
@@ -237,19 +233,17 @@ func containsData(msgs []testkit.Got, data string) bool {
 func TestLocalEFOThroughProxy(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	want := testkit.Produce(t, client, "orders", "x", 2000, 41)
+	inputtest.CreateStream(t, client, "orders", 2)
+	want := inputtest.Produce(t, client, "orders", "x", 2000, 41)
 	proxy := emulator.EFOProxy(t, k.Endpoint)
 	conf := strings.Replace(localInput(k, "orders", t.TempDir(), "efo: { consumer_name: app }"), "reader: polling\n", "reader: efo\n", 1)
 	conf = strings.Replace(conf, "endpoint: "+k.Endpoint, "endpoint: "+proxy, 1)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, conf, out)
-	out.WaitFor(t, len(want), 2*time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, conf, out)
+	p.StopWhen(t, out, len(want), 2*time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	perShard := map[string]int{}
 	for _, m := range msgs {
 		perShard[m.Shard]++

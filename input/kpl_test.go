@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // splitCorrupt separates the messages flagged as corrupt aggregates.
-func splitCorrupt(msgs []testkit.Got) (good, corrupt []testkit.Got) {
+func splitCorrupt(msgs []inputtest.Got) (good, corrupt []inputtest.Got) {
 	for _, m := range msgs {
 		if m.Err != "" {
 			corrupt = append(corrupt, m)
@@ -28,16 +28,14 @@ func splitCorrupt(msgs []testkit.Got) (good, corrupt []testkit.Got) {
 func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	prod := testkit.ProduceAggregated(t, client, "orders", "u", testkit.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 1})
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, localInput(k, "orders", t.TempDir(), ""), out)
-	out.WaitFor(t, len(prod.Users), 3*time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	inputtest.CreateStream(t, client, "orders", 2)
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 1})
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, localInput(k, "orders", t.TempDir(), ""), out)
+	p.StopWhen(t, out, len(prod.Users), 3*time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, prod.Users, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, prod.Users, true)
+	inputtest.CheckOrder(t, msgs)
 	subs := 0
 	for _, m := range msgs {
 		if m.Sub != "" {
@@ -55,35 +53,13 @@ func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 func TestLocalRestartInsideAggregate(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 1)
-	prod := testkit.ProduceAggregated(t, client, "orders", "u", testkit.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 2})
+	inputtest.CreateStream(t, client, "orders", 1)
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 2})
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 5 }\nbatching: { count: 7, period: 200ms }")
 	arn := k.StreamARN("orders")
 
-	var all []testkit.Got
-	partial := 0
-	for run := 0; run < 4 && len(all) < len(prod.Users); run++ {
-		out := &testkit.Collector{}
-		p := testkit.StartPipeline(t, conf, out)
-		if run < 3 {
-			out.WaitFor(t, 1500, time.Minute)
-		} else {
-			out.WaitFor(t, len(prod.Users)-len(all), time.Minute)
-			time.Sleep(500 * time.Millisecond)
-		}
-		p.Stop(t)
-		testkit.CheckOrder(t, out.All())
-		all = append(all, out.All()...)
-		if cp := testkit.ReadCheckpoints(t, dir, arn).Shards["shardId-000000000000"].Position; cp != nil && cp.Partial {
-			partial++
-		}
-	}
-	if partial == 0 {
-		t.Fatal("no stop left the checkpoint inside an aggregate: the test proved nothing")
-	}
-	testkit.CheckDelivery(t, all, prod.Users, true)
-	t.Logf("%d of the stops left the checkpoint inside an aggregate", partial)
+	restartInsideAggregates(t, conf, dir, arn, prod.Users)
 }
 
 // TestLocalCorruptAggregates: corrupt aggregates arrive whole, flagged, and
@@ -91,15 +67,13 @@ func TestLocalRestartInsideAggregate(t *testing.T) {
 func TestLocalCorruptAggregates(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 1)
-	prod := testkit.ProduceAggregated(t, client, "orders", "u", testkit.AggregateMix{Aggregates: 100, MinUsers: 1, MaxUsers: 10, Plain: 50, Corrupt: 5, Seed: 3})
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, localInput(k, "orders", t.TempDir(), ""), out)
-	out.WaitFor(t, len(prod.Users)+len(prod.Corrupt), time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	inputtest.CreateStream(t, client, "orders", 1)
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 100, MinUsers: 1, MaxUsers: 10, Plain: 50, Corrupt: 5, Seed: 3})
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, localInput(k, "orders", t.TempDir(), ""), out)
+	p.StopWhen(t, out, len(prod.Users)+len(prod.Corrupt), time.Minute)
 	good, corrupt := splitCorrupt(out.All())
-	testkit.CheckDelivery(t, good, prod.Users, true)
+	inputtest.CheckDelivery(t, good, prod.Users, true)
 	if len(corrupt) != len(prod.Corrupt) {
 		t.Fatalf("%d corrupt messages, want %d", len(corrupt), len(prod.Corrupt))
 	}
@@ -117,45 +91,53 @@ func TestLocalCorruptAggregates(t *testing.T) {
 // records by fan-out from the fake.
 func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
-	prod := testkit.ProduceAggregated(t, srv.NewClient(), "orders", "u", testkit.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 4})
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
-	out.WaitFor(t, len(prod.Users), 2*time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
+	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 4})
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	p.StopWhen(t, out, len(prod.Users), 2*time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, prod.Users, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, prod.Users, true)
+	inputtest.CheckOrder(t, msgs)
 }
 
 // TestEFORestartInsideAggregate is TestLocalRestartInsideAggregate by
 // fan-out: resuming inside an aggregate uses AT_SEQUENCE_NUMBER there too.
 func TestEFORestartInsideAggregate(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3))
-	prod := testkit.ProduceAggregated(t, srv.NewClient(), "orders", "u", testkit.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 5})
+	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 5})
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "efo: { consumer_name: app }\nbatching: { count: 7, period: 200ms }\ncheckpoint: { dir: '"+dir+"', commit_period: 100ms, limit: 20 }")
 	conf = strings.Replace(conf, "checkpoint: { dir: '"+dir+"', commit_period: 100ms }\n", "", 1)
-	var all []testkit.Got
+	restartInsideAggregates(t, conf, dir, srv.StreamARN("orders"), prod.Users)
+}
+
+// restartInsideAggregates runs the pipeline in up to four runs, stopping
+// each of the first three after 1,500 messages, until every user record has
+// arrived. It checks order within each run, exactly once over all runs, and
+// that at least one stop left the checkpoint inside an aggregate (else the
+// test proved nothing).
+func restartInsideAggregates(t *testing.T, conf, dir, streamARN string, want inputtest.Produced) {
+	t.Helper()
+	var all []inputtest.Got
 	partial := 0
-	for run := 0; run < 4 && len(all) < len(prod.Users); run++ {
-		out := &testkit.Collector{}
-		p := testkit.StartPipeline(t, conf, out)
+	for run := 0; run < 4 && len(all) < len(want); run++ {
+		out := &inputtest.Collector{}
+		p := inputtest.StartPipeline(t, conf, out)
 		if run < 3 {
 			out.WaitFor(t, 1500, time.Minute)
+			p.Stop(t)
 		} else {
-			out.WaitFor(t, len(prod.Users)-len(all), time.Minute)
-			time.Sleep(300 * time.Millisecond)
+			p.StopWhen(t, out, len(want)-len(all), time.Minute)
 		}
-		p.Stop(t)
-		testkit.CheckOrder(t, out.All())
+		inputtest.CheckOrder(t, out.All())
 		all = append(all, out.All()...)
-		if cp := testkit.ReadCheckpoints(t, dir, srv.StreamARN("orders")).Shards["shardId-000000000000"].Position; cp != nil && cp.Partial {
+		if cp := inputtest.ReadCheckpoints(t, dir, streamARN).Shards["shardId-000000000000"].Position; cp != nil && cp.Partial {
 			partial++
 		}
 	}
 	if partial == 0 {
 		t.Fatal("no stop left the checkpoint inside an aggregate: the test proved nothing")
 	}
-	testkit.CheckDelivery(t, all, prod.Users, true)
+	inputtest.CheckDelivery(t, all, want, true)
+	t.Logf("%d of the stops left the checkpoint inside an aggregate", partial)
 }

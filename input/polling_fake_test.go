@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // TestPollingStaysUnderQuotas reads by polling from the fake with AWS's
@@ -15,8 +15,8 @@ import (
 func TestPollingStaysUnderQuotas(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.Quotas(true))
 	want := fakeProduce(t, srv, "orders", "a", 20000, 53)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "reader: polling"), out)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "reader: polling"), out)
 	out.WaitFor(t, len(want), time.Minute)
 	// Follow the tip for a while: empty reads must stay under 5 calls/s too.
 	for d, pk := range produceFor(t, srv, "orders", "b", 4*time.Second, 200) {
@@ -34,11 +34,9 @@ func TestPollingStaysUnderQuotas(t *testing.T) {
 	for d, pk := range fakeProduce(t, srv, "orders", "c", 2000, 53) {
 		want[d] = pk
 	}
-	out.WaitFor(t, len(want), time.Minute)
-	time.Sleep(300 * time.Millisecond)
-	p.Stop(t)
-	testkit.CheckDelivery(t, out.All(), want, true)
-	testkit.CheckOrder(t, out.All())
+	p.StopWhen(t, out, len(want), time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckOrder(t, out.All())
 	if srv.Calls("GetRecords")-calls < 25 {
 		t.Fatal("the injected throttling was not met")
 	}

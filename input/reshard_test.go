@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // reshardAPI is what the resharding helpers call.
@@ -79,7 +79,7 @@ func merge(t *testing.T, api reshardAPI, stream string, a, b types.Shard) {
 
 // checkParentsFirst asserts that every record of a parent shard was
 // delivered before the first record of any of its children.
-func checkParentsFirst(t *testing.T, msgs []testkit.Got, parents map[string][]string) {
+func checkParentsFirst(t *testing.T, msgs []inputtest.Got, parents map[string][]string) {
 	t.Helper()
 	lastOf, firstOf := map[string]int{}, map[string]int{}
 	for i, m := range msgs {
@@ -124,30 +124,28 @@ func parentsOf(t *testing.T, api reshardAPI, stream string) map[string][]string 
 func TestLocalSplitAndMergeWhileReading(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	want := testkit.Produce(t, client, "orders", "a", 1000, 64)
-	out := &testkit.Collector{}
-	p := testkit.StartPipeline(t, localInput(k, "orders", t.TempDir(), "polling: { limit: 50 }"), out)
+	inputtest.CreateStream(t, client, "orders", 2)
+	want := inputtest.Produce(t, client, "orders", "a", 1000, 64)
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, localInput(k, "orders", t.TempDir(), "polling: { limit: 50 }"), out)
 	out.WaitFor(t, 200, time.Minute)
 
 	open := openShards(t, client, "orders")
 	split(t, client, "orders", open[0])
-	for d, pk := range testkit.Produce(t, client, "orders", "b", 1000, 64) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 1000, 64) {
 		want[d] = pk
 	}
 	open = openShards(t, client, "orders") // [child low, child high, shard 1] by hash order
 	sortByHash(open)
 	merge(t, client, "orders", open[1], open[2])
-	for d, pk := range testkit.Produce(t, client, "orders", "c", 1000, 64) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "c", 1000, 64) {
 		want[d] = pk
 	}
 
-	out.WaitFor(t, len(want), 2*time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	p.StopWhen(t, out, len(want), 2*time.Minute)
 	msgs := out.All()
-	testkit.CheckDelivery(t, msgs, want, true)
-	testkit.CheckOrder(t, msgs)
+	inputtest.CheckDelivery(t, msgs, want, true)
+	inputtest.CheckOrder(t, msgs)
 	parents := parentsOf(t, client, "orders")
 	checkParentsFirst(t, msgs, parents)
 	merged := 0
@@ -167,17 +165,17 @@ func TestLocalSplitAndMergeWhileReading(t *testing.T) {
 func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 1)
-	want := testkit.Produce(t, client, "orders", "a", 500, 16)
+	inputtest.CreateStream(t, client, "orders", 1)
+	want := inputtest.Produce(t, client, "orders", "a", 500, 16)
 	parent := openShards(t, client, "orders")[0]
 	split(t, client, "orders", parent)
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "")
 
-	first := &testkit.Collector{}
-	p := testkit.StartPipeline(t, conf, first)
+	first := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, conf, first)
 	deadline := time.Now().Add(time.Minute)
-	for !testkit.ReadCheckpointsUnlocked(t, dir, k.StreamARN("orders")).Shards[*parent.ShardId].Ended {
+	for !inputtest.ReadCheckpointsUnlocked(t, dir, k.StreamARN("orders")).Shards[*parent.ShardId].Ended {
 		if time.Now().After(deadline) {
 			t.Fatal("the parent's end was never committed")
 		}
@@ -188,17 +186,15 @@ func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 		t.Fatalf("first run read %d of the parent's %d records", first.Count(), len(want))
 	}
 
-	for d, pk := range testkit.Produce(t, client, "orders", "b", 500, 16) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 500, 16) {
 		want[d] = pk
 	}
-	second := &testkit.Collector{}
-	p = testkit.StartPipeline(t, conf, second)
-	second.WaitFor(t, 500, time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
+	second := &inputtest.Collector{}
+	p = inputtest.StartPipeline(t, conf, second)
+	p.StopWhen(t, second, 500, time.Minute)
 	all := append(first.All(), second.All()...)
-	testkit.CheckDelivery(t, all, want, true)
-	testkit.CheckOrder(t, all)
+	inputtest.CheckDelivery(t, all, want, true)
+	inputtest.CheckOrder(t, all)
 }
 
 // TestLocalClosedParentWithRecordsLeftAfterRestart stops the pipeline while a
@@ -207,16 +203,16 @@ func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 1)
-	want := testkit.Produce(t, client, "orders", "a", 2000, 16)
+	inputtest.CreateStream(t, client, "orders", 1)
+	want := inputtest.Produce(t, client, "orders", "a", 2000, 16)
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 50 }")
 
-	first := &testkit.Collector{}
-	p := testkit.StartPipeline(t, conf, first)
+	first := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, conf, first)
 	first.WaitFor(t, 300, time.Minute)
 	split(t, client, "orders", openShards(t, client, "orders")[0])
-	for d, pk := range testkit.Produce(t, client, "orders", "b", 500, 16) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 500, 16) {
 		want[d] = pk
 	}
 	p.Stop(t)
@@ -224,13 +220,11 @@ func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
 		t.Fatalf("the first run finished the parent (%d records): the test needs it unfinished", first.Count())
 	}
 
-	second := &testkit.Collector{}
-	p = testkit.StartPipeline(t, conf, second)
-	second.WaitFor(t, len(want)-first.Count(), time.Minute)
-	time.Sleep(500 * time.Millisecond)
-	p.Stop(t)
-	testkit.CheckDelivery(t, append(first.All(), second.All()...), want, true)
-	testkit.CheckOrder(t, second.All())
+	second := &inputtest.Collector{}
+	p = inputtest.StartPipeline(t, conf, second)
+	p.StopWhen(t, second, len(want)-first.Count(), time.Minute)
+	inputtest.CheckDelivery(t, append(first.All(), second.All()...), want, true)
+	inputtest.CheckOrder(t, second.All())
 	checkParentsFirst(t, second.All(), parentsOf(t, client, "orders"))
 }
 

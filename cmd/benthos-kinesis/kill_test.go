@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // buildBinary builds this command into a temporary directory, once per test
@@ -57,7 +57,7 @@ func run(t *testing.T, bin, config, logPath string) *exec.Cmd {
 
 // readOutput parses the JSON lines the pipeline wrote, ignoring a last line
 // cut short by a kill.
-func readOutput(t *testing.T, path string) []testkit.Got {
+func readOutput(t *testing.T, path string) []inputtest.Got {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -66,7 +66,7 @@ func readOutput(t *testing.T, path string) []testkit.Got {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []testkit.Got
+	var out []inputtest.Got
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -77,12 +77,12 @@ func readOutput(t *testing.T, path string) []testkit.Got {
 			}
 			t.Fatalf("output line %q: %v", line, err)
 		}
-		out = append(out, testkit.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, Sub: m.Sub, PK: m.PK})
+		out = append(out, inputtest.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, Sub: m.Sub, PK: m.PK})
 	}
 	return out
 }
 
-func waitLines(t *testing.T, path string, n int, within time.Duration) []testkit.Got {
+func waitLines(t *testing.T, path string, n int, within time.Duration) []inputtest.Got {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -104,8 +104,8 @@ func waitLines(t *testing.T, path string, n int, within time.Duration) []testkit
 func TestSIGKILLLosesNothing(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 4)
-	want := testkit.Produce(t, client, "orders", "k", 4000, 37)
+	inputtest.CreateStream(t, client, "orders", 4)
+	want := inputtest.Produce(t, client, "orders", "k", 4000, 37)
 	killAndRestart(t, k, want, "")
 }
 
@@ -115,8 +115,8 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 func TestSIGKILLInsideAggregate(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
-	testkit.CreateStream(t, client, "orders", 2)
-	prod := testkit.ProduceAggregated(t, client, "orders", "u", testkit.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 6})
+	inputtest.CreateStream(t, client, "orders", 2)
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 6})
 	atKill := killAndRestart(t, k, prod.Users, "    batching: { count: 7, period: 100ms }\n")
 	partial := 0
 	for _, cp := range atKill.Shards {
@@ -132,7 +132,7 @@ func TestSIGKILLInsideAggregate(t *testing.T) {
 // killAndRestart runs the binary, kills it with SIGKILL once 1,500 records
 // are out, runs it again until every record is out, and checks the outcome.
 // It returns the checkpoints as they were at the kill.
-func killAndRestart(t *testing.T, k *emulator.Kinesis, want testkit.Produced, extraInput string) checkpoint.Stream {
+func killAndRestart(t *testing.T, k *emulator.Kinesis, want inputtest.Produced, extraInput string) checkpoint.Stream {
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ logger:
 		t.Fatal(err)
 	}
 	first.Wait()
-	atKill := testkit.ReadCheckpoints(t, cpDir, k.StreamARN("orders"))
+	atKill := inputtest.ReadCheckpoints(t, cpDir, k.StreamARN("orders"))
 	got1 := readOutput(t, out1)
 	if len(got1) >= len(want) {
 		t.Fatalf("the first run read all %d records before the kill", len(got1))
@@ -212,8 +212,8 @@ logger:
 	}
 	got2 := readOutput(t, out2)
 
-	all := append(append([]testkit.Got(nil), got1...), got2...)
-	testkit.CheckDelivery(t, all, want, false)
+	all := append(append([]inputtest.Got(nil), got1...), got2...)
+	inputtest.CheckDelivery(t, all, want, false)
 	count := map[string]int{}
 	for _, m := range all {
 		count[m.Data]++
@@ -222,13 +222,13 @@ logger:
 	for _, m := range all {
 		if count[m.Data] > 1 {
 			dups++
-			if !testkit.AfterCheckpoint(m, atKill) {
+			if !inputtest.AfterCheckpoint(m, atKill) {
 				t.Fatalf("record %s (shard %s seq %s) was delivered twice although it was committed before the kill", m.Data, m.Shard, m.Seq)
 			}
 		}
 	}
-	testkit.CheckOrder(t, got1)
-	testkit.CheckOrder(t, got2)
+	inputtest.CheckOrder(t, got1)
+	inputtest.CheckOrder(t, got2)
 	t.Logf("run 1 wrote %d lines, run 2 %d; %d deliveries of repeated records, all after the checkpoint at the kill", len(got1), len(got2), dups)
 	return atKill
 }

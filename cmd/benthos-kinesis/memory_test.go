@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/testkit"
 )
 
 // The load of TestSlowOutputMemoryBounded.
@@ -303,10 +303,10 @@ logger: { level: warn }
 	got2 := readMemOutput(t, outDrain)
 	t.Logf("the drain run wrote %d records in %v", len(got2), drained.Round(time.Millisecond))
 
-	all := append(append([]testkit.Got(nil), got1...), got2...)
-	testkit.CheckDelivery(t, all, want, true)
-	testkit.CheckOrder(t, got1)
-	testkit.CheckOrder(t, got2)
+	all := append(append([]inputtest.Got(nil), got1...), got2...)
+	inputtest.CheckDelivery(t, all, want, true)
+	inputtest.CheckOrder(t, got1)
+	inputtest.CheckOrder(t, got2)
 	for _, m := range all {
 		if m.Err != shas[m.Data] {
 			t.Fatalf("record %s (shard %s seq %s) arrived with data of length:sha256 %s, want %s", m.Data, m.Shard, m.Seq, m.Err, shas[m.Data])
@@ -320,7 +320,7 @@ logger: { level: warn }
 // bound is about: every shard was read in full events (about 1,000 records
 // each, one Benthos batch each), not in tiny ones. With one pipeline thread
 // a batch is a run of consecutive lines of one shard.
-func memCheckFullBatches(t *testing.T, got []testkit.Got) {
+func memCheckFullBatches(t *testing.T, got []inputtest.Got) {
 	t.Helper()
 	runs, records := map[string]int{}, map[string]int{}
 	for i, m := range got {
@@ -364,8 +364,8 @@ type memProducer struct {
 	finished chan struct{}
 	start    time.Time
 	end      time.Time
-	want     testkit.Produced  // id -> partition key
-	shas     map[string]string // id -> "<len>:<sha256>" of the data
+	want     inputtest.Produced // id -> partition key
+	shas     map[string]string  // id -> "<len>:<sha256>" of the data
 	err      error
 	stopOnce sync.Once
 }
@@ -376,7 +376,7 @@ func startMemProducer(t *testing.T, srv *kinesisfake.Server, rate int) *memProdu
 		t.Fatal(err)
 	}
 	p := &memProducer{t: t, done: make(chan struct{}), finished: make(chan struct{}), start: time.Now(),
-		want: testkit.Produced{}, shas: map[string]string{}}
+		want: inputtest.Produced{}, shas: map[string]string{}}
 	go func() {
 		defer close(p.finished)
 		buf := make([]byte, memRecordSize)
@@ -415,7 +415,7 @@ func startMemProducer(t *testing.T, srv *kinesisfake.Server, rate int) *memProdu
 }
 
 // stop ends production and returns what was written.
-func (p *memProducer) stop() (testkit.Produced, map[string]string) {
+func (p *memProducer) stop() (inputtest.Produced, map[string]string) {
 	p.t.Helper()
 	p.stopOnce.Do(func() { close(p.done) })
 	<-p.finished
@@ -429,7 +429,7 @@ func (p *memProducer) took() time.Duration { return p.end.Sub(p.start) }
 
 // readMemOutput parses the JSON lines a run wrote. Got.Data is the record's
 // id and Got.Err "<len>:<sha256>" of its data.
-func readMemOutput(t *testing.T, path string) []testkit.Got {
+func readMemOutput(t *testing.T, path string) []inputtest.Got {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -438,7 +438,7 @@ func readMemOutput(t *testing.T, path string) []testkit.Got {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []testkit.Got
+	var out []inputtest.Got
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		var m struct {
@@ -448,7 +448,7 @@ func readMemOutput(t *testing.T, path string) []testkit.Got {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("%s: line %q: %v", path, sc.Bytes(), err)
 		}
-		out = append(out, testkit.Got{Stream: "orders", Shard: m.Shard, Seq: m.Seq, PK: m.PK, Data: m.ID,
+		out = append(out, inputtest.Got{Stream: "orders", Shard: m.Shard, Seq: m.Seq, PK: m.PK, Data: m.ID,
 			Err: strconv.Itoa(m.Len) + ":" + m.Sha})
 	}
 	if err := sc.Err(); err != nil {

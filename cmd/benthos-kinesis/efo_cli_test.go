@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestEFOCommands drives `benthos-kinesis efo register|describe|list|
+// deregister` against the fake over TLS (trusting it with --ca-file).
+func TestEFOCommands(t *testing.T) {
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 1),
+		kinesisfake.ConsumerActivationDelay(300*time.Millisecond), kinesisfake.ConsumerDeletionDelay(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	efo := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"efo"}, args...)...)
+		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	common := []string{"--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}
+	named := append([]string{"--consumer-name", "app"}, common...)
+
+	out, err := efo(append([]string{"register"}, named...)...)
+	if err != nil {
+		t.Fatalf("register: %v\n%s", err, out)
+	}
+	arn := strings.TrimSpace(out)
+	if !regexp.MustCompile(`^arn:aws:kinesis:us-east-1:000000000000:stream/orders/consumer/app:\d+$`).MatchString(arn) {
+		t.Fatalf("register printed %q, want only the consumer ARN", out)
+	}
+	if again, err := efo(append([]string{"register"}, named...)...); err != nil || strings.TrimSpace(again) != arn {
+		t.Fatalf("registering again printed %q (%v), want the same ARN", again, err)
+	}
+
+	out, err = efo(append([]string{"describe"}, named...)...)
+	var desc map[string]string
+	if err != nil || json.Unmarshal([]byte(out), &desc) != nil || desc["status"] != "ACTIVE" || desc["consumer_arn"] != arn {
+		t.Fatalf("describe: %v\n%s", err, out)
+	}
+	out, err = efo(append([]string{"list"}, common...)...)
+	if err != nil || !strings.Contains(out, "app\tACTIVE\t"+arn) {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	out, err = efo(append([]string{"deregister"}, named...)...)
+	if err != nil || strings.TrimSpace(out) != "deregistered "+arn {
+		t.Fatalf("deregister: %v\n%s", err, out)
+	}
+	out, _ = efo(append([]string{"list"}, common...)...)
+	if !strings.Contains(out, "app\tDELETING") {
+		t.Fatalf("after deregister, list shows:\n%s", out)
+	}
+
+	out, err = efo("describe", "--consumer-name", "app", "--stream", "nope", "--endpoint", srv.Endpoint(), "--ca-file", ca)
+	if err == nil || !strings.Contains(out, "stream nope does not exist") {
+		t.Fatalf("describe of a missing stream: %v\n%s", err, out)
+	}
+}

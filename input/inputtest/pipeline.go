@@ -1,0 +1,74 @@
+package inputtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Pipeline is a whole Benthos stream: our input, the collector as output.
+type Pipeline struct {
+	stream *service.Stream
+	done   chan error
+}
+
+// StartPipeline builds a stream from the input's YAML (the fields under
+// aws_kinesis_streams) and runs it.
+func StartPipeline(t testing.TB, inputYAML string, out *Collector) *Pipeline {
+	t.Helper()
+	return StartPipelineLogged(t, inputYAML, out, nil)
+}
+
+// StartPipelineLogged is StartPipeline with the pipeline's logs, from level
+// info up, written to logs (nil: warnings and errors to stdout).
+func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io.Writer) *Pipeline {
+	t.Helper()
+	sb := service.NewStreamBuilder()
+	if logs != nil {
+		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	} else {
+		sb.SetLoggerYAML("level: warn")
+	}
+	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + Indent(strings.TrimSpace(inputYAML), "  ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.AddBatchConsumerFunc(out.Consume); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipeline{stream: s, done: make(chan error, 1)}
+	go func() { p.done <- s.Run(context.Background()) }()
+	t.Cleanup(func() { p.Stop(t) })
+	return p
+}
+
+// Stop stops the pipeline cleanly: the input stops reading, pending acks
+// are waited for, and the input's Close commits.
+func (p *Pipeline) Stop(t testing.TB) {
+	t.Helper()
+	if p.stream == nil {
+		return
+	}
+	if err := p.stream.StopWithin(30 * time.Second); err != nil {
+		t.Errorf("stopping the pipeline: %v", err)
+	}
+	<-p.done
+	p.stream = nil
+}
+
+// StopWhen waits until out holds at least n messages, then a moment more
+// (so that a duplicate or a stray record would show), and stops the pipeline.
+func (p *Pipeline) StopWhen(t testing.TB, out *Collector, n int, within time.Duration) {
+	t.Helper()
+	out.WaitFor(t, n, within)
+	time.Sleep(300 * time.Millisecond)
+	p.Stop(t)
+}
