@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -87,11 +89,15 @@ type Publisher struct {
 	api      SubscribeAPI
 	consumer string
 	opts     Options
+	// pacer keeps subscribe calls for one shard SubscribeGap apart across
+	// Reads: a restarted Read must not subscribe again at once.
+	pacer *pace.Pacer
 }
 
 // New returns a Publisher that subscribes as the consumer with the given ARN.
 func New(api SubscribeAPI, consumerARN string, opts Options) *Publisher {
-	return &Publisher{api: api, consumer: consumerARN, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	return &Publisher{api: api, consumer: consumerARN, opts: opts, pacer: pace.New(opts.SubscribeGap)}
 }
 
 // Read delivers the records of shardID from start, in order, until the shard
@@ -114,7 +120,6 @@ type reader struct {
 	shardID       string
 	pos           shard.Start // where the next subscription starts
 	lastDelivered string      // sequence number of the last record delivered
-	lastSubscribe time.Time
 	subscriptions int
 	backoff       backoff.Backoff
 	inUseBackoff  backoff.Backoff // short: a hand-over ends within 5 s
@@ -126,16 +131,21 @@ type reader struct {
 // row mean something else holds the shard.
 const inUseWarnEvery = 10
 
-// errSilent ends a subscription that the watchdog found silent.
-var errSilent = errors.New("subscription delivered nothing within the watchdog period")
+// errSilent ends a subscription that the watchdog found silent;
+// errUnanswered a subscribe call that got no answer within that period.
+var (
+	errSilent     = errors.New("subscription delivered nothing within the watchdog period")
+	errUnanswered = errors.New("subscribe call got no answer within the watchdog period")
+)
 
 func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 	for {
-		if err := backoff.Sleep(ctx, time.Until(r.lastSubscribe.Add(r.opts.SubscribeGap))); err != nil {
+		if err := r.pacer.Wait(ctx, r.shardID); err != nil {
 			return err
 		}
 		ended, err := r.subscribe(ctx, deliver)
 		if ended {
+			r.pacer.Forget(r.shardID)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -155,16 +165,32 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A call that gets no answer (no response, no initial event) within the
+	// watchdog period is given up: the connection may be alive while the
+	// request is lost, and nothing else would end the wait.
+	var hung atomic.Bool
+	callTimer := time.AfterFunc(r.opts.Watchdog, func() {
+		hung.Store(true)
+		cancel()
+	})
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
 	}, ownCodec, noSDKRetries)
+	stopped := callTimer.Stop()
 	// The gap to the next call counts from the answer: the service saw this
 	// call no later than that, so the next one reaches it a full gap later.
-	r.lastSubscribe = time.Now()
+	r.pacer.Done(r.shardID)
 	if err != nil {
+		if hung.Load() && ctx.Err() == nil {
+			return false, errUnanswered
+		}
 		return false, err
+	}
+	if !stopped { // the timer fired just as the answer came: the stream is cancelled
+		out.GetStream().Close()
+		return false, errUnanswered
 	}
 	stream := out.GetStream()
 	defer stream.Close()
@@ -245,7 +271,7 @@ func (r *reader) batch(ev *types.SubscribeToShardEvent) (shard.Batch, bool) {
 func (r *reader) failed(ctx context.Context, err error) error {
 	class := awserr.Classify(err)
 	switch {
-	case errors.Is(err, errSilent):
+	case errors.Is(err, errSilent), errors.Is(err, errUnanswered):
 		class = awserr.Recoverable
 	case class == awserr.Throttled:
 		class = awserr.Retryable // LimitExceeded on subscribe counts: another process may hold the shard

@@ -18,6 +18,8 @@ type shardInfo struct {
 	parents  []string // zero, one (split) or two (merge) shard ids
 	hashLow  string   // hash key range, decimal, inclusive
 	hashHigh string
+	startSeq string // the shard's starting sequence number, when listed
+	listed   bool   // from ListShards; false when learnt from ChildShards
 }
 
 // listShardsAPI is the part of the Kinesis client shard discovery calls.
@@ -63,7 +65,10 @@ func listShardsOnce(ctx context.Context, api listShardsAPI, streamARN string) ([
 }
 
 func shardInfoOf(sh types.Shard) shardInfo {
-	info := shardInfo{id: aws.ToString(sh.ShardId)}
+	info := shardInfo{id: aws.ToString(sh.ShardId), listed: true}
+	if r := sh.SequenceNumberRange; r != nil {
+		info.startSeq = aws.ToString(r.StartingSequenceNumber)
+	}
 	for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
 		if p != nil && *p != "" {
 			info.parents = append(info.parents, *p)

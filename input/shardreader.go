@@ -2,6 +2,7 @@ package input
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,17 +19,18 @@ import (
 // grows a queue); the reader's own loop turns them into Benthos batches,
 // tracks them until acknowledged and, at the shard's end, waits for the last
 // acknowledgement and commits the end before reporting it.
-// heldBatch is converted records waiting to be emitted.
+// heldBatch is converted records waiting to be emitted, with the position of
+// each.
 type heldBatch struct {
-	msgs service.MessageBatch
-	last checkpoint.Position
-	n    int
+	msgs      service.MessageBatch
+	positions []checkpoint.Position
 }
 
 type shardReader struct {
 	s       *streamReader
 	info    shardInfo
 	cp      checkpoint.Checkpoint
+	epoch   int // of the stream's state when the reader started
 	tracker *ackTracker
 	conv    *converter
 
@@ -47,11 +49,12 @@ type shardReader struct {
 	nackWarned bool
 }
 
-func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint) *shardReader {
+func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, epoch int) *shardReader {
 	r := &shardReader{
 		s:       s,
 		info:    info,
 		cp:      cp,
+		epoch:   epoch,
 		tracker: newAckTracker(s.in.conf.CheckpointLimit),
 		conv:    newConverter(s, info, cp.Position),
 	}
@@ -137,7 +140,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			for r.held != nil {
 				h := r.held
 				r.held = nil
-				if err := r.emit(ctx, h.msgs, h.last, h.n); err != nil {
+				if err := r.emitRead(ctx, h.msgs, h.positions); err != nil {
 					return ev
 				}
 			}
@@ -171,6 +174,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		})
 		if last != "" {
 			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
+			bo.Reset() // the read made progress: a later failure starts the backoff afresh
 		}
 		if err == nil || ctx.Err() != nil {
 			return
@@ -190,12 +194,12 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	if len(b.Records) == 0 {
 		return nil
 	}
-	msgs, last, n := r.conv.convert(b)
+	msgs, _, n := r.conv.convert(b)
 	if n == 0 {
 		return nil // nothing to hand over: e.g. an empty aggregate, or sub-records of another shard
 	}
 	if r.batcher == nil {
-		return r.emit(ctx, msgs, last, n)
+		return r.emitRead(ctx, msgs, slices.Clone(r.conv.positions))
 	}
 	for i, m := range msgs {
 		r.pending++
@@ -227,16 +231,32 @@ func (r *shardReader) flush(ctx context.Context) error {
 		r.ack(e, err)
 		return nil
 	}
-	return r.emit(ctx, batch, pos, n)
+	return r.emit(ctx, batch, pos, n, false)
+}
+
+// emitRead emits the messages of one read, without a batch policy, in
+// batches of at most checkpoint.limit records, so that the limit also bounds
+// what a large read puts in flight.
+func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, positions []checkpoint.Position) error {
+	limit := r.s.in.conf.CheckpointLimit
+	for start := 0; start < len(msgs); start += limit {
+		end := min(start+limit, len(msgs))
+		// Only the read's last batch may take in later reads: they must
+		// follow every record of this one.
+		if err := r.emit(ctx, msgs[start:end], positions[end-1], end-start, end == len(msgs)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emit tracks a batch of n records ending at pos and hands it to ReadBatch.
 //
-// Without a batch policy, the shard's next reads join the batch while it
+// With join (no batch policy), the shard's next reads join the batch while it
 // waits for the pipeline, up to checkpoint.limit records: a busy pipeline gets
 // fewer, larger batches from a shard instead of a queue of small ones (which
 // would also let a shard of small reads fall behind shards of large ones).
-func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int) error {
+func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int, join bool) error {
 	e, err := r.tracker.Track(ctx, pos, n)
 	if err != nil {
 		return err
@@ -250,7 +270,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		return nil
 	}
 	more := r.batches
-	if r.batcher != nil || r.end != nil {
+	if !join || r.end != nil {
 		more = nil
 	}
 	for {
@@ -276,7 +296,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			if r.tracker.Grow(e, last, m) {
 				batch = append(batch, msgs...)
 			} else {
-				r.held, more = &heldBatch{msgs: msgs, last: last, n: m}, nil
+				r.held, more = &heldBatch{msgs: msgs, positions: slices.Clone(r.conv.positions)}, nil
 			}
 		}
 	}
@@ -288,7 +308,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
-		r.s.setPosition(r.info.id, pos)
+		r.s.setPosition(r.info.id, pos, r.epoch)
 	}
 }
 
@@ -308,7 +328,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		return ev
 	}
 	for {
-		err := r.s.setEnded(ctx, r.info.id, r.tracker.Checkpoint())
+		err := r.s.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch)
 		if err == nil {
 			break
 		}

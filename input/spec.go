@@ -85,7 +85,7 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 ### Acknowledgements
 
-At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged; the shard's reading pauses until acknowledgements make room. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default). When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
+At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default). When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
 
 ### Metadata
 
@@ -210,7 +210,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				Default("10s").
 				Advanced(),
 			service.NewBatchPolicyField(fBatching).
-				Description("How records of one shard are grouped into Benthos batches. Empty: one batch per read (a GetRecords response or a fan-out event)."),
+				Description("How records of one shard are grouped into Benthos batches. Empty: each read (a GetRecords response or a fan-out event) becomes a batch of at most `checkpoint.limit` records, and while the pipeline is busy the shard's next reads join the batch waiting for it, up to that limit."),
 			service.NewAutoRetryNacksToggleField(),
 		).
 		LintRule(`root = match {

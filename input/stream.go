@@ -31,12 +31,19 @@ type streamReader struct {
 	// events from shard readers to the run loop.
 	events chan shardEvent
 
-	// mu guards state and dirty; saveMu serializes saves so that a later
-	// snapshot is never overwritten by an earlier one.
+	// mu guards state, dirty, endsSaved and epoch; saveMu serializes saves
+	// so that a later snapshot is never overwritten by an earlier one.
 	saveMu sync.Mutex
 	mu     sync.Mutex
 	state  checkpoint.Stream
 	dirty  bool
+	// endsSaved holds the shards whose end is in the store: only those let
+	// their children be read (an end only in memory could be lost by a
+	// crash, and the parent's tail then read again after its children).
+	endsSaved map[string]bool
+	// epoch counts resets of the state (a stream found deleted and created
+	// again): readers of an older epoch can no longer change it.
+	epoch int
 
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
@@ -49,6 +56,9 @@ type streamReader struct {
 	// read until they are, or a crash could re-pin latest later and skip what
 	// arrived in between.
 	unpinned bool
+	// rediscover asks the run loop for a discovery at once: a child was
+	// learnt whose other parent is not known yet.
+	rediscover bool
 }
 
 // shardEvent reports the end of a shard reader.
@@ -78,6 +88,12 @@ func (s *streamReader) load(ctx context.Context) error {
 	st.ARN = s.arn
 	st.Created = s.created
 	s.state = st
+	s.endsSaved = map[string]bool{}
+	for id, cp := range st.Shards {
+		if cp.Ended {
+			s.endsSaved[id] = true
+		}
+	}
 	s.fresh = len(st.Shards) == 0
 	s.events = make(chan shardEvent)
 	s.shards = map[string]shardInfo{}
@@ -116,11 +132,16 @@ func (s *streamReader) run(ctx context.Context) {
 				s.adopt(ctx, ev.children)
 			}
 		}
+		if s.rediscover {
+			s.rediscover = false
+			timer.Reset(0)
+		}
 		s.schedule(ctx, &wg)
 	}
 }
 
-// discover lists every shard of the stream and records the new ones.
+// discover lists every shard of the stream, records the new ones, and
+// forgets the ones gone past the retention period.
 func (s *streamReader) discover(ctx context.Context) error {
 	listed, err := listShards(ctx, s.client, s.arn)
 	if err != nil {
@@ -130,43 +151,98 @@ func (s *streamReader) discover(ctx context.Context) error {
 	for _, sh := range listed {
 		fresh[sh.id] = sh
 	}
-	s.mu.Lock()
-	pruned := 0
-	for id, cp := range s.state.Shards {
+	if s.recreated(fresh) {
+		s.reset()
+	}
+	for id, sh := range s.shards {
 		if _, ok := fresh[id]; ok {
 			continue
 		}
-		if _, ok := s.running[id]; ok {
-			fresh[id] = s.shards[id] // being read: not gone yet, whatever the listing says
+		if !sh.listed {
+			fresh[id] = sh // learnt from ChildShards, not listed yet: keep it
 			continue
 		}
-		if !cp.Ended {
+		if cancel, ok := s.running[id]; ok {
+			// Listed before and not any more: it passed the retention period
+			// while being read, and reading it again can only fail.
+			s.in.log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.name, id)
+			cancel()
+		}
+	}
+	s.mu.Lock()
+	pruned := false
+	for id, cp := range s.state.Shards {
+		if _, ok := fresh[id]; ok {
+			if sh := fresh[id]; cp.ShardStart == "" && sh.startSeq != "" {
+				cp.ShardStart = sh.startSeq
+				s.state.Shards[id] = cp
+				pruned = true // dirty
+			}
+			continue
+		}
+		if _, ok := s.running[id]; !ok && !cp.Ended && cp.Position != nil {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
 		delete(s.state.Shards, id)
-		pruned++
+		delete(s.endsSaved, id)
+		pruned = true
+	}
+	if pruned {
+		s.dirty = true
 	}
 	s.mu.Unlock()
 	s.shards = fresh
-	if err := s.pin(ctx, listed); err != nil {
-		return err
+	return s.pin(ctx, listed)
+}
+
+// recreated reports whether the listed shards are of a stream created again
+// since the checkpoints were written: a shard id reused with another starting
+// sequence number. (It is the only sign with registration none, which never
+// describes the stream.)
+func (s *streamReader) recreated(listed map[string]shardInfo) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, cp := range s.state.Shards {
+		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.startSeq != "" && cp.ShardStart != sh.startSeq {
+			s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and reading starts from start_from",
+				s.name, id, sh.startSeq, cp.ShardStart)
+			return true
+		}
 	}
-	if pruned > 0 {
-		s.mu.Lock()
-		s.dirty = true
-		s.mu.Unlock()
+	return false
+}
+
+// reset drops every checkpoint and stops every reader: the stream is a new
+// one under an old name. Readers of the old one can no longer touch the state.
+func (s *streamReader) reset() {
+	for _, cancel := range s.running {
+		cancel()
 	}
-	return nil
+	s.mu.Lock()
+	s.state.Shards = map[string]checkpoint.Checkpoint{}
+	s.endsSaved = map[string]bool{}
+	s.epoch++
+	s.dirty = true
+	s.mu.Unlock()
+	s.shards = map[string]shardInfo{}
+	s.fresh = true
 }
 
 // adopt records child shards learnt at the end of a parent, so that they are
-// read without waiting for the next discovery.
+// read without waiting for the next discovery. A child with a parent not known
+// yet (a merge whose other parent appeared after the last discovery) asks for
+// a discovery at once: until one lists it, the child waits.
 func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
 	var fresh []shardInfo
 	for _, c := range children {
 		if _, ok := s.shards[c.id]; !ok {
 			s.shards[c.id] = c
 			fresh = append(fresh, c)
+		}
+		for _, p := range c.parents {
+			if _, ok := s.shards[p]; !ok {
+				s.rediscover = true
+			}
 		}
 	}
 	if err := s.pin(ctx, fresh); err != nil && ctx.Err() == nil {
@@ -192,7 +268,7 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	added := 0
 	for _, sh := range shards {
 		if _, ok := s.state.Shards[sh.id]; !ok {
-			s.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start}
+			s.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
 			added++
 		}
 	}
@@ -233,7 +309,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		s.running[id] = cancel
-		r := newShardReader(s, sh, cp)
+		r := newShardReader(s, sh, cp, s.epoch)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -248,17 +324,22 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	s.in.metrics.ownedShards.Set(int64(len(s.running)), s.name)
 }
 
-// parentsEnded reports whether every parent of sh that is still known has
-// been read to its end. Must hold s.mu.
+// parentsEnded reports whether every parent of sh has been read to its end
+// and that end saved, or is gone past the retention period. A parent is known
+// to be gone only when a listing that has sh lacks it; a parent of a child
+// learnt from ChildShards and not listed yet is waited for. Must hold s.mu.
 func (s *streamReader) parentsEnded(sh shardInfo) bool {
 	for _, p := range sh.parents {
 		if p == "" {
 			continue
 		}
-		if _, listed := s.shards[p]; !listed {
-			continue // gone past retention
+		if _, known := s.shards[p]; !known {
+			if sh.listed {
+				continue // gone past retention
+			}
+			return false
 		}
-		if cp, ok := s.state.Shards[p]; ok && !cp.Ended {
+		if !s.endsSaved[p] {
 			return false
 		}
 	}
@@ -266,12 +347,13 @@ func (s *streamReader) parentsEnded(sh shardInfo) bool {
 }
 
 // setPosition records a new acknowledged position of a shard; it is saved by
-// the next commit.
-func (s *streamReader) setPosition(shardID string, pos checkpoint.Position) {
+// the next commit. A reader of an older epoch, or of a shard forgotten since,
+// changes nothing.
+func (s *streamReader) setPosition(shardID string, pos checkpoint.Position, epoch int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cp := s.state.Shards[shardID]
-	if cp.Position != nil && !cp.Position.Less(pos) {
+	cp, ok := s.state.Shards[shardID]
+	if !ok || epoch != s.epoch || (cp.Position != nil && !cp.Position.Less(pos)) {
 		return
 	}
 	cp.Position = &pos
@@ -280,10 +362,14 @@ func (s *streamReader) setPosition(shardID string, pos checkpoint.Position) {
 }
 
 // setEnded records that a shard was read to its end and saves at once: its
-// children wait for it.
-func (s *streamReader) setEnded(ctx context.Context, shardID string, last *checkpoint.Position) error {
+// children wait until the end is saved.
+func (s *streamReader) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int) error {
 	s.mu.Lock()
-	cp := s.state.Shards[shardID]
+	cp, ok := s.state.Shards[shardID]
+	if !ok || epoch != s.epoch {
+		s.mu.Unlock()
+		return nil
+	}
 	if last != nil {
 		cp.Position = last
 	}
@@ -305,6 +391,7 @@ func (s *streamReader) commit(ctx context.Context) error {
 	}
 	snap := s.state
 	snap.Shards = maps.Clone(s.state.Shards)
+	epoch := s.epoch
 	s.dirty = false
 	s.mu.Unlock()
 
@@ -315,6 +402,15 @@ func (s *streamReader) commit(ctx context.Context) error {
 		s.in.metrics.commitFailures.Incr(1, s.name)
 		return fmt.Errorf("stream %s: committing checkpoints: %w", s.name, err)
 	}
+	s.mu.Lock()
+	if epoch == s.epoch {
+		for id, cp := range snap.Shards {
+			if cp.Ended {
+				s.endsSaved[id] = true
+			}
+		}
+	}
+	s.mu.Unlock()
 	s.in.metrics.commits.Incr(1, s.name)
 	return nil
 }

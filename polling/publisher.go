@@ -13,6 +13,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -78,11 +79,15 @@ type Publisher struct {
 	api    API
 	stream string
 	opts   Options
+	// pacer keeps GetRecords calls for one shard Interval apart across
+	// Reads: a restarted Read must not call again at once.
+	pacer *pace.Pacer
 }
 
 // New returns a Publisher for the stream with the given ARN.
 func New(api API, streamARN string, opts Options) *Publisher {
-	return &Publisher{api: api, stream: streamARN, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	return &Publisher{api: api, stream: streamARN, opts: opts, pacer: pace.New(opts.Interval)}
 }
 
 // Read delivers the records of shardID from start, in order, until the shard
@@ -105,7 +110,6 @@ type reader struct {
 	start    shard.Start
 	lastSeq  string // last record delivered; a fresh iterator starts after it
 	iterator string
-	lastCall time.Time
 	backoff  backoff.Backoff
 	failures int
 }
@@ -125,10 +129,10 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			}
 			r.iterator = it
 		}
-		if err := backoff.Sleep(ctx, time.Until(r.lastCall.Add(r.opts.Interval))); err != nil {
+		if err := r.pacer.Wait(ctx, r.shardID); err != nil {
 			return err
 		}
-		r.lastCall = time.Now()
+		r.pacer.Done(r.shardID)
 		cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 		out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
 			ShardIterator: aws.String(r.iterator),
@@ -165,6 +169,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			r.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
 		}
 		if b.End {
+			r.pacer.Forget(r.shardID)
 			return nil
 		}
 		r.iterator = aws.ToString(out.NextShardIterator)

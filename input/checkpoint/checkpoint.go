@@ -93,6 +93,9 @@ type Checkpoint struct {
 	// Ended is set once the shard is closed and every record of it has been
 	// acknowledged: its children may then be read.
 	Ended bool `json:"ended,omitempty"`
+	// ShardStart is the shard's starting sequence number: a shard id of a
+	// stream deleted and created again starts elsewhere.
+	ShardStart string `json:"shard_starting_sequence_number,omitempty"`
 }
 
 // Resume returns where a reader of the shard starts.

@@ -1,0 +1,47 @@
+// Package pace spaces calls per key (per shard): a publisher keeps one Pacer
+// for all its reads, so that the gap AWS demands between two calls for one
+// shard holds also when a read of the shard is restarted.
+package pace
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+)
+
+// Pacer remembers the last call per key. It is safe for concurrent use.
+type Pacer struct {
+	gap time.Duration
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// New returns a Pacer that keeps calls for one key at least gap apart.
+func New(gap time.Duration) *Pacer {
+	return &Pacer{gap: gap, last: map[string]time.Time{}}
+}
+
+// Wait waits until a call for key may be made, or ctx ends.
+func (p *Pacer) Wait(ctx context.Context, key string) error {
+	p.mu.Lock()
+	last := p.last[key]
+	p.mu.Unlock()
+	return backoff.Sleep(ctx, time.Until(last.Add(p.gap)))
+}
+
+// Done records that a call for key was made (or answered) now.
+func (p *Pacer) Done(key string) {
+	p.mu.Lock()
+	p.last[key] = time.Now()
+	p.mu.Unlock()
+}
+
+// Forget drops what is remembered of key, e.g. once its shard has ended.
+func (p *Pacer) Forget(key string) {
+	p.mu.Lock()
+	delete(p.last, key)
+	p.mu.Unlock()
+}
