@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,11 @@ type Options struct {
 	Logger shard.Logger
 	// Hooks observe subscriptions, for metrics; each may be nil.
 	Hooks Hooks
+	// Reregister, when set, is called when the consumer is gone (a
+	// subscription answered ResourceNotFound): it returns the ARN of the
+	// consumer to use from then on, e.g. by registering it again (lazy
+	// registration). Nil: the error ends the Read.
+	Reregister func(ctx context.Context) (string, error)
 }
 
 // Hooks are called from the shard's reading goroutine.
@@ -86,9 +92,12 @@ func (o Options) withDefaults() Options {
 
 // Publisher reads the shards of one stream through one registered consumer.
 type Publisher struct {
-	api      SubscribeAPI
-	consumer string
-	opts     Options
+	api  SubscribeAPI
+	opts Options
+
+	mu         sync.Mutex
+	consumer   string     // the consumer ARN; replaced by Reregister
+	reregister sync.Mutex // one re-registration at a time
 	// pacer keeps subscribe calls for one shard SubscribeGap apart across
 	// Reads: a restarted Read must not subscribe again at once.
 	pacer *pace.Pacer
@@ -100,13 +109,38 @@ func New(api SubscribeAPI, consumerARN string, opts Options) *Publisher {
 	return &Publisher{api: api, consumer: consumerARN, opts: opts, pacer: pace.New(opts.SubscribeGap)}
 }
 
+// consumerARN returns the consumer ARN in use.
+func (p *Publisher) consumerARN() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.consumer
+}
+
+// replaceConsumer calls Reregister once for all shards that found the
+// consumer stale gone: a shard that finds it already replaced uses the new one.
+func (p *Publisher) replaceConsumer(ctx context.Context, stale string) error {
+	p.reregister.Lock()
+	defer p.reregister.Unlock()
+	if p.consumerARN() != stale {
+		return nil
+	}
+	arn, err := p.opts.Reregister(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.consumer = arn
+	p.mu.Unlock()
+	return nil
+}
+
 // Read delivers the records of shardID from start, in order, until the shard
 // ends (it then returns nil after a batch with End set), ctx ends, deliver
 // fails, or an error that retrying will not heal. A subscription that ends
 // (AWS ends each after 5 minutes) is renewed from where it stopped.
 func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
 	if err := start.Validate(); err != nil {
-		return &Error{Consumer: p.consumer, Shard: shardID, Class: awserr.Fatal, Err: err}
+		return &Error{Consumer: p.consumerARN(), Shard: shardID, Class: awserr.Fatal, Err: err}
 	}
 	r := &reader{Publisher: p, shardID: shardID, pos: start}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
@@ -118,6 +152,7 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 type reader struct {
 	*Publisher
 	shardID       string
+	consumer      string      // the consumer ARN of the last subscribe call
 	pos           shard.Start // where the next subscription starts
 	lastDelivered string      // sequence number of the last record delivered
 	subscriptions int
@@ -173,6 +208,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		hung.Store(true)
 		cancel()
 	})
+	r.consumer = r.consumerARN()
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
@@ -277,6 +313,16 @@ func (r *reader) failed(ctx context.Context, err error) error {
 		class = awserr.Retryable // LimitExceeded on subscribe counts: another process may hold the shard
 	}
 	r.opts.Hooks.Failed(r.shardID, class, err)
+	if awserr.Is(err, "ResourceNotFoundException") && r.opts.Reregister != nil && ctx.Err() == nil {
+		// The consumer is gone (deregistered while in use). This is never
+		// the end of the shard: register the consumer again and go on from
+		// where the last subscription stopped.
+		r.opts.Logger.Warnf("shard %s: consumer %s is gone (%v): registering it again", r.shardID, r.consumer, err)
+		if rerr := r.replaceConsumer(ctx, r.consumer); rerr != nil {
+			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: awserr.Fatal, Err: fmt.Errorf("registering the consumer again after %v: %w", err, rerr)}
+		}
+		return nil
+	}
 	switch class {
 	case awserr.Canceled:
 		return err

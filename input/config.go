@@ -154,10 +154,13 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 		if c.EFO, err = parseEFO(pc.Namespace(fEFO), c.Streams); err != nil {
 			return c, err
 		}
-		if c.Region == "" {
-			for _, a := range c.EFO.ConsumerARNs {
-				c.Region = strings.Split(a.ARN, ":")[3]
-				break
+		for name, a := range c.EFO.ConsumerARNs {
+			region := strings.Split(a.ARN, ":")[3]
+			if c.Region == "" {
+				c.Region = region
+			}
+			if region != c.Region {
+				return c, fieldError(fEFO+"."+fEFOConsumerARNs+"."+name, a.ARN, "is in region %s but the input reads region %s; one input reads one region", region, c.Region)
 			}
 		}
 	default:

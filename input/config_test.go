@@ -50,6 +50,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"none ARN of another stream", "streams: [b]\nefo: {registration: none, consumer_arns: {b: '" + arn + "'}}", []string{"field efo.consumer_arns.b", arn, "consumer of stream arn:aws:kinesis:us-east-1:123456789012:stream/a, not of b"}},
 		{"none with a name", "streams: [a]\nefo: {registration: none, consumer_name: app, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_name", "not used with registration none"}},
 		{"none ARN for an unknown stream", "streams: [a]\nefo: {registration: none, consumer_arns: {a: '" + arn + "', c: '" + arn + "'}}", []string{"field efo.consumer_arns", `"c"`, "not a stream"}},
+		{"none ARN of another region", "streams: [a]\nregion: eu-west-1\nefo: {registration: none, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_arns.a", "region us-east-1", "reads region eu-west-1"}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
 	}
 	for _, c := range cases {

@@ -274,3 +274,28 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 }
+
+// TestEFOLazyRegistersAGoneConsumerAgain: a consumer deregistered while the
+// input reads through it (lazy registration) is registered again, and reading
+// goes on from where it stopped; ResourceNotFound is never taken for the end
+// of a shard.
+func TestEFOLazyRegistersAGoneConsumerAgain(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.ConsumerDeletionDelay(500*time.Millisecond))
+	want := fakeProduce(t, srv, "orders", "a", 500, 11)
+	logs := &inputtest.Logs{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	out.WaitFor(t, len(want), time.Minute)
+	arn := srv.ConsumerARN("orders", "app")
+	if _, err := srv.NewClient().DeregisterStreamConsumer(t.Context(), &kinesis.DeregisterStreamConsumerInput{ConsumerARN: &arn}); err != nil {
+		t.Fatal(err)
+	}
+	for d, pk := range fakeProduce(t, srv, "orders", "b", 500, 11) {
+		want[d] = pk
+	}
+	p.StopWhen(t, out, len(want), time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	if !strings.Contains(logs.String(), "is gone") || srv.ConsumerARN("orders", "app") == arn {
+		t.Fatalf("the consumer was not registered again (ARN %s):\n%s", srv.ConsumerARN("orders", "app"), logs)
+	}
+}

@@ -35,7 +35,7 @@ func TestSubscribeGapAcrossReadRestarts(t *testing.T) {
 	srv.FailNext("SubscribeToShard", 3, "AccessDeniedException")
 
 	startStreamHarnessWith(t, srv, "", mustOpenStore(t), func(in *kinesisInput, client *kinesis.Client) recordPublisher {
-		return in.efoPublisher(client, arn, "orders")
+		return in.efoPublisher(client, arn, "orders", nil)
 	})
 	waitUntil(t, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 4 })
 	mu.Lock()

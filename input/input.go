@@ -137,7 +137,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
 		c := in.conf.EFO.ConsumerARNs[ref.Name]
 		s.arn = c.StreamARN
-		s.pub = in.efoPublisher(client, c.ARN, ref.Name)
+		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
 		return s, nil
 	}
 	desc, err := describeStream(ctx, client, ref, where)
@@ -170,13 +170,28 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.EFO.DeregisterOnClose {
 		s.deregister = consumer.ARN
 	}
-	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name)
+	var reregister func(context.Context) (string, error)
+	if in.conf.EFO.Registration == registrationLazy {
+		reregister = func(ctx context.Context) (string, error) {
+			c, err := efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+			if err == nil && in.conf.EFO.DeregisterOnClose {
+				in.connMu.Lock()
+				s.deregister = c.ARN
+				in.connMu.Unlock()
+			}
+			return c.ARN, err
+		}
+	}
+	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
 	return s, nil
 }
 
-func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string) recordPublisher {
+// efoPublisher returns the fan-out publisher of a stream. With reregister
+// (lazy registration) a consumer deleted while in use is registered again.
+func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context) (string, error)) recordPublisher {
 	return efo.New(client, consumerARN, efo.Options{
-		Logger: in.log,
+		Logger:     in.log,
+		Reregister: reregister,
 		Hooks: efo.Hooks{
 			Subscribed: func(shardID string, resubscribe bool) {
 				if resubscribe {
