@@ -31,7 +31,8 @@ type Options struct {
 	SubscribeGap time.Duration
 	// Watchdog replaces a subscription that delivers nothing, not even an
 	// empty event, for this long while the reader waits for it (time spent
-	// waiting for the pipeline does not count). Default 35s.
+	// waiting for the pipeline does not count), and gives up a subscribe call
+	// that gets no answer for this long. Default 35s.
 	Watchdog time.Duration
 	// RetryLimit is how many consecutive retryable errors (throttling,
 	// LimitExceeded, unknown errors) a shard tolerates before Read returns the
