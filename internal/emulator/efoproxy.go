@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -173,7 +174,20 @@ func (p *efoProxy) close(srv *http.Server) error {
 
 // subscribe forwards a SubscribeToShard call and fixes up its response.
 func (p *efoProxy) subscribe(w http.ResponseWriter, r *http.Request) {
-	resp, err := p.transport.RoundTrip(p.outbound(r))
+	// Read the (small JSON) request body first: forwarding the server's body
+	// stream lets the transport read it after the proxy has started its
+	// answer, when the server may have closed it; the transport then drops
+	// the upstream connection and the client sees its stream end early.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		badGateway(w, fmt.Errorf("reading the SubscribeToShard request: %w", err))
+		return
+	}
+	out := p.outbound(r)
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
 		badGateway(w, err)
 		return
