@@ -130,12 +130,12 @@ func TestEFOProxyInsertsInitialResponse(t *testing.T) {
 	upstream := up.start(t)
 
 	// Without the proxy the SDK rejects kinesis-local's stream outright.
-	_, err := testClient(upstream).SubscribeToShard(ctx, subscribeInput())
+	_, err := testClient(upstream).SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 	if err == nil || !strings.Contains(err.Error(), "initial-response") {
 		t.Fatalf("direct SubscribeToShard: got %v, want the SDK's initial-response error", err)
 	}
 
-	out, err := testClient(EFOProxy(t, upstream)).SubscribeToShard(ctx, subscribeInput())
+	out, err := testClient(EFOProxy(t, upstream)).SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 	if err != nil {
 		t.Fatalf("SubscribeToShard through the proxy: %v", err)
 	}
@@ -183,7 +183,7 @@ func TestEFOProxyServesHTTP2(t *testing.T) {
 			return resp, err
 		}),
 	})
-	out, err := client.SubscribeToShard(ctx, subscribeInput())
+	out, err := client.SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestEFOProxyTurnsLeadingExceptionIntoAPIError(t *testing.T) {
 		t.Run(tc.exception, func(t *testing.T) {
 			up := &fakeUpstream{frames: []fakeFrame{exceptionFrame(tc.exception, "busy shard")}}
 			client := testClient(EFOProxy(t, up.start(t)))
-			_, err := client.SubscribeToShard(ctx, subscribeInput(), func(o *kinesis.Options) { o.RetryMaxAttempts = 1 })
+			_, err := client.SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec, func(o *kinesis.Options) { o.RetryMaxAttempts = 1 })
 			if !errors.As(err, tc.target) {
 				t.Fatalf("got %v (%T), want %s", err, err, tc.exception)
 			}
@@ -231,7 +231,7 @@ func TestEFOProxyPassesMidStreamExceptionThrough(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	up := &fakeUpstream{frames: []fakeFrame{eventFrame("1", "a"), exceptionFrame("ResourceInUseException", "taken over")}}
-	out, err := testClient(EFOProxy(t, up.start(t))).SubscribeToShard(ctx, subscribeInput())
+	out, err := testClient(EFOProxy(t, up.start(t))).SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestEFOProxyCancelsUpstreamWhenClientCloses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	up := &fakeUpstream{frames: []fakeFrame{eventFrame("1", "a")}, hold: make(chan struct{})}
-	out, err := testClient(EFOProxy(t, up.start(t))).SubscribeToShard(ctx, subscribeInput())
+	out, err := testClient(EFOProxy(t, up.start(t))).SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestEFOProxyCloseEndsOpenSubscriptions(t *testing.T) {
 					tr.Protocols.SetUnencryptedHTTP2(true)
 					client = kinesis.New(client.Options(), func(o *kinesis.Options) { o.HTTPClient = &http.Client{Transport: tr} })
 				}
-				out, err := client.SubscribeToShard(ctx, subscribeInput())
+				out, err := client.SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -353,7 +353,7 @@ func TestEFOProxyBrokenUpstream(t *testing.T) {
 				tr.Protocols.SetUnencryptedHTTP2(true)
 				client = kinesis.New(client.Options(), func(o *kinesis.Options) { o.HTTPClient = &http.Client{Transport: tr} })
 			}
-			out, err := client.SubscribeToShard(ctx, subscribeInput())
+			out, err := client.SubscribeToShard(ctx, subscribeInput(), ownEventStreamCodec)
 			if err != nil {
 				t.Fatal(err)
 			}

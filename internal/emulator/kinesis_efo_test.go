@@ -125,7 +125,7 @@ func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
 		StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeLatest},
 	}
 
-	out, err := efo.SubscribeToShard(ctx, in)
+	out, err := efo.SubscribeToShard(ctx, in, ownEventStreamCodec)
 	if err != nil {
 		t.Fatalf("first SubscribeToShard: %v", err)
 	}
@@ -138,14 +138,14 @@ func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
 	stream.Close()
 	closed := time.Now()
 
-	_, err = efo.SubscribeToShard(ctx, in)
+	_, err = efo.SubscribeToShard(ctx, in, ownEventStreamCodec)
 	var inUse *types.ResourceInUseException
 	if !errors.As(err, &inUse) {
 		t.Fatalf("immediate resubscribe: got %v (%T), want *types.ResourceInUseException", err, err)
 	}
 
 	for {
-		out, err := efo.SubscribeToShard(ctx, in)
+		out, err := efo.SubscribeToShard(ctx, in, ownEventStreamCodec)
 		if err == nil {
 			out.GetStream().Close()
 			t.Logf("resubscribe accepted %v after closing", time.Since(closed).Round(100*time.Millisecond))
