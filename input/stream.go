@@ -170,24 +170,24 @@ func (s *streamReader) discover(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	pruned := false
+	changed := false
 	for id, cp := range s.state.Shards {
 		if _, ok := fresh[id]; ok {
 			if sh := fresh[id]; cp.ShardStart == "" && sh.startSeq != "" {
 				cp.ShardStart = sh.startSeq
 				s.state.Shards[id] = cp
-				pruned = true // dirty
+				changed = true
 			}
 			continue
 		}
-		if _, ok := s.running[id]; !ok && !cp.Ended && cp.Position != nil {
+		if _, ok := s.running[id]; !ok && !cp.Ended {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
 		delete(s.state.Shards, id)
 		delete(s.endsSaved, id)
-		pruned = true
+		changed = true
 	}
-	if pruned {
+	if changed {
 		s.dirty = true
 	}
 	s.mu.Unlock()
