@@ -85,7 +85,7 @@ func (st *state) createStream(name string, n int, now time.Time, immediate bool)
 	for i, start := range starts {
 		end := maxHashKey
 		if i+1 < n {
-			end = starts[i+1].sub1()
+			end = sub1(starts[i+1])
 		}
 		st.addShard(sm, start, end, "", "", now).initial = true
 	}

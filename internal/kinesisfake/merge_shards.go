@@ -50,7 +50,7 @@ func (st *state) mergeShards(ref streamRef, shardID, adjacentID string, now time
 	if a.closed || b.closed {
 		return errf(CodeInvalidArgument, "Shards %s and %s in stream %s must both be open to be merged.", a.id, b.id, sm.name)
 	}
-	if a.end.add1() != b.start && b.end.add1() != a.start {
+	if add1(a.end) != b.start && add1(b.end) != a.start {
 		return errf(CodeInvalidArgument, "Shards %s and %s in stream %s under account %s are not an adjacent pair of shards eligible for merging", a.id, b.id, sm.name, st.s.cfg.acct)
 	}
 	if len(sm.shards)+1 > maxShardsPerStream {
@@ -66,7 +66,7 @@ func (st *state) merge(a, b *shard, now time.Time) *shard {
 	st.closeShard(a, now)
 	st.closeShard(b, now)
 	lo, hi := a.start, b.end
-	if b.start.cmp(a.start) < 0 {
+	if b.start.Cmp(a.start) < 0 {
 		lo, hi = b.start, a.end
 	}
 	child := st.addShard(a.stream, lo, hi, a.id, b.id, now)

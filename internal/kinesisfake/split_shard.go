@@ -50,7 +50,7 @@ func (st *state) splitShard(ref streamRef, shardID, newStart string, now time.Ti
 	if sh.closed {
 		return errf(CodeInvalidArgument, "Shard %s in stream %s under account %s is closed and cannot be split.", sh.id, sm.name, st.s.cfg.acct)
 	}
-	if k.cmp(sh.start) <= 0 || k.cmp(sh.end) > 0 {
+	if k.Cmp(sh.start) <= 0 || k.Cmp(sh.end) > 0 {
 		return errf(CodeInvalidArgument, "NewStartingHashKey %s must be above the starting hash key %s and at most the ending hash key %s of shard %s.", newStart, sh.startStr, sh.endStr, sh.id)
 	}
 	if len(sm.shards)+2 > maxShardsPerStream {
@@ -64,7 +64,7 @@ func (st *state) splitShard(ref streamRef, shardID, newStart string, now time.Ti
 // split closes sh and opens children covering [start, k-1] and [k, end].
 func (st *state) split(sh *shard, k hashKey, now time.Time) []*shard {
 	st.closeShard(sh, now)
-	a := st.addShard(sh.stream, sh.start, k.sub1(), sh.id, "", now)
+	a := st.addShard(sh.stream, sh.start, sub1(k), sh.id, "", now)
 	b := st.addShard(sh.stream, k, sh.end, sh.id, "", now)
 	sh.children = []*shard{a, b}
 	return sh.children

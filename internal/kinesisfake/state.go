@@ -269,14 +269,14 @@ func (sm *stream) openShards() []*shard {
 			out = append(out, sh)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].start.cmp(out[j].start) < 0 })
+	sort.Slice(out, func(i, j int) bool { return out[i].start.Cmp(out[j].start) < 0 })
 	return out
 }
 
 // shardFor returns the open shard owning hash key k.
 func (sm *stream) shardFor(k hashKey) *shard {
 	for _, sh := range sm.shards {
-		if !sh.closed && sh.start.cmp(k) <= 0 && k.cmp(sh.end) <= 0 {
+		if !sh.closed && sh.start.Cmp(k) <= 0 && k.Cmp(sh.end) <= 0 {
 			return sh
 		}
 	}

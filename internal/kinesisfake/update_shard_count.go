@@ -71,19 +71,19 @@ func (st *state) uniformScale(sm *stream, target int, now time.Time) {
 	for i, lo := range starts {
 		hi := maxHashKey
 		if i+1 < target {
-			hi = starts[i+1].sub1()
+			hi = sub1(starts[i+1])
 		}
 		for {
 			var in []*shard
 			for _, sh := range sm.shards {
-				if !sh.closed && sh.start.cmp(lo) >= 0 && sh.end.cmp(hi) <= 0 {
+				if !sh.closed && sh.start.Cmp(lo) >= 0 && sh.end.Cmp(hi) <= 0 {
 					in = append(in, sh)
 				}
 			}
 			if len(in) < 2 {
 				break
 			}
-			sort.Slice(in, func(a, b int) bool { return in[a].start.cmp(in[b].start) < 0 })
+			sort.Slice(in, func(a, b int) bool { return in[a].start.Cmp(in[b].start) < 0 })
 			st.merge(in[0], in[1], now)
 		}
 	}
