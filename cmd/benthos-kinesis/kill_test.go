@@ -55,30 +55,42 @@ func run(t *testing.T, bin, config, logPath string) *exec.Cmd {
 	return cmd
 }
 
-// readOutput parses the JSON lines the pipeline wrote, ignoring a last line
-// cut short by a kill.
-func readOutput(t *testing.T, path string) []inputtest.Got {
+// readJSONLines decodes each complete line of the file at path into a T
+// and hands it to add; a last line cut short by a kill is ignored. A file
+// that does not exist yet has no lines.
+func readJSONLines[T any](t *testing.T, path string, add func(T)) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		return nil
+		return
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []inputtest.Got
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Bytes()
-		var m struct{ Data, Shard, Seq, Sub, PK string }
-		if err := json.Unmarshal(line, &m); err != nil {
-			if !bytes.HasSuffix(data, []byte("\n")) && bytes.HasSuffix(data, line) {
-				break
-			}
-			t.Fatalf("output line %q: %v", line, err)
-		}
-		out = append(out, inputtest.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, Sub: m.Sub, PK: m.PK})
+	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
+		data = data[:i+1] // a partial last line
 	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: line %q: %v", path, sc.Bytes(), err)
+		}
+		add(v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readOutput parses the JSON lines the pipeline wrote.
+func readOutput(t *testing.T, path string) []inputtest.Got {
+	t.Helper()
+	var out []inputtest.Got
+	readJSONLines(t, path, func(m struct{ Data, Shard, Seq, Sub, PK string }) {
+		out = append(out, inputtest.Got{Stream: "orders", Data: m.Data, Shard: m.Shard, Seq: m.Seq, Sub: m.Sub, PK: m.PK})
+	})
 	return out
 }
 

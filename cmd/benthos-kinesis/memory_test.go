@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -431,29 +429,14 @@ func (p *memProducer) took() time.Duration { return p.end.Sub(p.start) }
 // id and Got.Err "<len>:<sha256>" of its data.
 func readMemOutput(t *testing.T, path string) []inputtest.Got {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []inputtest.Got
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var m struct {
-			ID, Sha, Shard, Seq, PK string
-			Len                     int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("%s: line %q: %v", path, sc.Bytes(), err)
-		}
+	readJSONLines(t, path, func(m struct {
+		ID, Sha, Shard, Seq, PK string
+		Len                     int
+	}) {
 		out = append(out, inputtest.Got{Stream: "orders", Shard: m.Shard, Seq: m.Seq, PK: m.PK, Data: m.ID,
 			Err: strconv.Itoa(m.Len) + ":" + m.Sha})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }
 

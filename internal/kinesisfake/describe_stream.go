@@ -37,15 +37,12 @@ func (s *Server) describeStream(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	limit := 100
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > 10000 {
-			return nil, errf(CodeValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 10000", *in.Limit)
-		}
-		limit = *in.Limit
+	limit, err := listLimit(in.Limit)
+	if err != nil {
+		return nil, err
 	}
 	var out struct{ StreamDescription streamDescriptionJSON }
-	err := s.doErr(func(st *state, now time.Time) *apiError {
+	err = s.doErr(func(st *state, now time.Time) *apiError {
 		if !st.limit("DescribeStream", describeStreamTPS, now) {
 			return errf(CodeLimitExceeded, "Rate exceeded for DescribeStream for account %s.", st.s.cfg.acct)
 		}

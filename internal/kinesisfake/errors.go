@@ -58,3 +58,15 @@ func isThrottle(code string) bool {
 func notFoundStream(s *Server, name string) *apiError {
 	return errf(CodeResourceNotFound, "Stream %s under account %s not found.", name, s.cfg.acct)
 }
+
+// listLimit validates the Limit of DescribeStream and ListStreams: 1 to
+// 10,000, 100 when absent.
+func listLimit(limit *int) (int, error) {
+	if limit == nil {
+		return 100, nil
+	}
+	if *limit < 1 || *limit > 10000 {
+		return 0, errf(CodeValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 10000", *limit)
+	}
+	return *limit, nil
+}

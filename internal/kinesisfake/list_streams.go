@@ -38,12 +38,9 @@ func (s *Server) listStreams(c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	limit := 100
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > 10000 {
-			return nil, errf(CodeValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 10000", *in.Limit)
-		}
-		limit = *in.Limit
+	limit, err := listLimit(in.Limit)
+	if err != nil {
+		return nil, err
 	}
 	after := in.ExclusiveStartStreamName
 	if in.NextToken != "" {
@@ -54,7 +51,7 @@ func (s *Server) listStreams(c *call) (any, error) {
 		after = t.str
 	}
 	out := listStreamsOutput{StreamNames: []string{}, StreamSummaries: []streamSummaryItemJSON{}}
-	err := s.do(func(st *state, now time.Time) {
+	err = s.do(func(st *state, now time.Time) {
 		names := make([]string, 0, len(st.streams))
 		for name := range st.streams {
 			if name > after {
