@@ -37,6 +37,7 @@ type config struct {
 	Deaggregate       bool
 	DiscoveryInterval time.Duration
 	Batching          service.BatchPolicy
+	ReplayNacks       bool
 }
 
 type efoConfig struct {
@@ -226,6 +227,9 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 		return c, fieldError(fCheckpoint+"."+fCheckpointCommitPeriod, c.CommitPeriod, "expected a positive duration, e.g. 1s")
 	}
 
+	if c.ReplayNacks, err = pc.FieldBool(service.AutoRetryNacksToggleFieldName); err != nil {
+		return c, err
+	}
 	if c.Deaggregate, err = pc.FieldBool(fDeaggregate); err != nil {
 		return c, err
 	}

@@ -20,10 +20,11 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
-// delivery is one Benthos batch on its way from a shard reader to ReadBatch.
+// delivery is one Benthos batch on its way from a shard reader to ReadBatch;
+// ack resolves it (nil error: acknowledged).
 type delivery struct {
 	batch service.MessageBatch
-	ack   service.AckFunc
+	ack   func(error)
 }
 
 // kinesisInput implements service.BatchInput.
@@ -39,7 +40,8 @@ type kinesisInput struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	out chan delivery
+	out     chan delivery
+	replays *replays // rejected batches to deliver again (auto_replay_nacks)
 
 	connMu    sync.Mutex
 	connected bool
@@ -61,6 +63,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		ctx:     ctx,
 		cancel:  cancel,
 		out:     make(chan delivery),
+		replays: newReplays(),
 	}, nil
 }
 
@@ -244,15 +247,51 @@ func describeStream(ctx context.Context, client *kinesis.Client, ref streamRef, 
 }
 
 // ReadBatch returns the next batch of any shard.
+//
+// With auto_replay_nacks on, a batch the pipeline rejects comes again (before
+// newer batches, after a backoff that grows with its rejections), and its
+// shard's checkpoint stays before it until it is acknowledged.
 func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	select {
-	case d := <-in.out:
-		return d.batch, d.ack, nil
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	case <-in.ctx.Done():
-		return nil, nil, service.ErrEndOfInput
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		r, wait := in.replays.next(time.Now())
+		if r != nil {
+			return in.hand(r)
+		}
+		var due <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			due = timer.C
+		}
+		select {
+		case d := <-in.out:
+			if !in.conf.ReplayNacks {
+				return d.batch, func(_ context.Context, err error) error { d.ack(err); return nil }, nil
+			}
+			return in.hand(&replay{batch: d.batch, ack: d.ack})
+		case <-due:
+		case <-in.replays.added:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-in.ctx.Done():
+			return nil, nil, service.ErrEndOfInput
+		}
+		timer.Stop()
 	}
+}
+
+// hand delivers a copy of r's batch; a rejection queues r again.
+func (in *kinesisInput) hand(r *replay) (service.MessageBatch, service.AckFunc, error) {
+	return r.batch.Copy(), func(_ context.Context, err error) error {
+		if err != nil {
+			in.replays.add(r, time.Now())
+			return nil
+		}
+		r.ack(nil)
+		return nil
+	}, nil
 }
 
 // Close stops every reader and commits what has been acknowledged. Benthos

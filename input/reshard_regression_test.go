@@ -100,7 +100,7 @@ func startStreamHarnessCP(t *testing.T, srv *kinesisfake.Server, cpExtra, extra 
 					h.got = append(h.got, string(b))
 				}
 				h.mu.Unlock()
-				d.ack(ctx, nil)
+				d.ack(nil)
 			case <-ctx.Done():
 				return
 			}
@@ -284,11 +284,19 @@ func mustOpenStore(t *testing.T) *checkpoint.File {
 
 func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
 	t.Helper()
+	if !eventually(within, cond) {
+		t.Fatalf("condition not met within %v", within)
+	}
+}
+
+// eventually reports whether cond became true within the time given.
+func eventually(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", within)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }

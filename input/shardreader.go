@@ -261,10 +261,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 	if err != nil {
 		return err
 	}
-	ack := func(_ context.Context, err error) error {
-		r.ack(e, err)
-		return nil
-	}
+	ack := func(err error) { r.ack(e, err) }
 	if len(batch) == 0 { // batch processors dropped everything
 		r.ack(e, nil)
 		return nil

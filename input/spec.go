@@ -85,7 +85,7 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 ### Acknowledgements
 
-At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default). When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
+At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, before newer batches. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
 
 ### Metadata
 
@@ -211,7 +211,9 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				Advanced(),
 			service.NewBatchPolicyField(fBatching).
 				Description("How records of one shard are grouped into Benthos batches. Empty: each read (a GetRecords response or a fan-out event) becomes a batch of at most `checkpoint.limit` records, and while the pipeline is busy the shard's next reads join the batch waiting for it, up to that limit."),
-			service.NewAutoRetryNacksToggleField(),
+			service.NewBoolField(service.AutoRetryNacksToggleFieldName).
+				Description("Deliver a batch that the pipeline rejects (nacks) again, before newer batches, after a pause that grows with its rejections (none the first time, then 100 ms doubling to 5 s), until it is acknowledged; a persistent failure holds its shard at `checkpoint.limit`. When false a rejected batch is not delivered again in this run, and its shard's checkpoint stays before it, so it is read again after a restart.").
+				Default(true),
 		).
 		LintRule(`root = match {
   this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
@@ -248,11 +250,7 @@ input:
 func init() {
 	err := service.RegisterBatchInput(Name, Spec(),
 		func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
-			in, err := newInput(conf, mgr)
-			if err != nil {
-				return nil, err
-			}
-			return service.AutoRetryNacksBatchedToggled(conf, in)
+			return newInput(conf, mgr)
 		})
 	if err != nil {
 		panic(err)

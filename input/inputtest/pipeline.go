@@ -60,7 +60,11 @@ func (p *Pipeline) Stop(t testing.TB) {
 	if err := p.stream.StopWithin(30 * time.Second); err != nil {
 		t.Errorf("stopping the pipeline: %v", err)
 	}
-	<-p.done
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pipeline did not end within 30 s of being stopped")
+	}
 	p.stream = nil
 }
 
