@@ -38,14 +38,18 @@ func TestHungSubscribeCallIsReplaced(t *testing.T) {
 		BackoffInitial: 10 * time.Millisecond,
 		BackoffMax:     20 * time.Millisecond,
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- p.Read(ctx, "shardId-000000000000", shard.Start{Kind: shard.TrimHorizon}, func(context.Context, shard.Batch) error { return nil })
 	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for calls.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
 	<-done
 	if n := calls.Load(); n < 2 {
-		t.Fatalf("%d SubscribeToShard call(s) in 3 s with a 300 ms watchdog: a hung subscribe call is never given up, the shard stalls", n)
+		t.Fatalf("%d SubscribeToShard call(s) in 30 s with a 300 ms watchdog: a hung subscribe call is never given up, the shard stalls", n)
 	}
 }

@@ -93,7 +93,7 @@ func TestAckTrackerLimitBlocks(t *testing.T) {
 	tr.Ack(e1, nil)
 	select {
 	case <-done:
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Track did not wake after an ack")
 	}
 	// A batch larger than the limit is admitted alone.

@@ -87,16 +87,29 @@ func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
-	time.Sleep(4 * time.Second)
 
+	// Benthos retries a failed Connect with backoff (100 ms growing to 1 s,
+	// jittered by half): wait for four attempts, then check that no two of
+	// them came less than 40 ms apart. A hot loop would make them microseconds
+	// apart.
+	var stamps []time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		stamps = attemptTimes(t, logs.String(), "stream later does not exist")
+		if len(stamps) >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d errors naming the missing stream within 30 s, want 4; the logs:\n%s", len(stamps), logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 1; i < len(stamps); i++ {
+		if gap := stamps[i].Sub(stamps[i-1]); gap < 40*time.Millisecond {
+			t.Errorf("attempts %d and %d came %v apart: no backoff between them", i, i+1, gap)
+		}
+	}
 	text := logs.String()
-	attempts := strings.Count(text, "stream later does not exist")
-	if attempts == 0 {
-		t.Fatalf("no error naming the missing stream in the logs:\n%s", text)
-	}
-	if attempts > 8 {
-		t.Errorf("%d attempts in 4 s: no backoff between them", attempts)
-	}
 	if strings.Contains(text, "goroutine ") || strings.Contains(text, "panic") {
 		t.Fatalf("stack trace in the logs:\n%s", text)
 	}
@@ -115,4 +128,23 @@ func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	}
 	<-done
 	inputtest.CheckDelivery(t, out.All(), want, true)
+}
+
+// attemptTimes returns the times of the log lines (slog text, millisecond
+// times) that contain what.
+func attemptTimes(t *testing.T, logs, what string) []time.Time {
+	t.Helper()
+	var stamps []time.Time
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.Contains(line, what) {
+			continue
+		}
+		field, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, field)
+		if err != nil {
+			t.Fatalf("log line without a time: %q", line)
+		}
+		stamps = append(stamps, at)
+	}
+	return stamps
 }

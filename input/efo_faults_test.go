@@ -171,15 +171,16 @@ func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 }
 
 // TestEFOWatchdogReplacesStalledSubscription: a subscription that goes silent
-// for 40 s (connection open, no events, no heartbeats) is replaced after the
-// 35 s watchdog, and nothing is lost.
+// (connection open, no events, no heartbeats; for 10 minutes, so only a
+// replacement can deliver within the test's minute) is replaced after the 35 s
+// watchdog, and nothing is lost.
 func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes 40 s")
 	}
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
-	srv.StallSubscriptionAfter("", 1, 0, 40*time.Second) // silent right after the initial response
+	srv.StallSubscriptionAfter("", 1, 0, 10*time.Minute) // silent right after the initial response
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
 	for srv.Calls("SubscribeToShard") == 0 {
@@ -191,9 +192,6 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	waited := time.Since(start)
 	p.Stop(t)
 	inputtest.CheckDelivery(t, out.All(), want, true)
-	if waited > 39*time.Second {
-		t.Fatalf("records came after %v: the stall was waited out, not replaced by the watchdog", waited)
-	}
 	if waited < 25*time.Second {
 		t.Fatalf("records came after %v: the subscription was not stalled, the test proved nothing", waited)
 	}
@@ -229,7 +227,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 	t.Run("lazy, consumer DELETING", func(t *testing.T) {
-		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(3*time.Second))
+		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(8*time.Second))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
 			t.Fatal(err)
@@ -295,7 +293,8 @@ func TestEFOLazyRegistersAGoneConsumerAgain(t *testing.T) {
 	}
 	p.StopWhen(t, out, len(want), time.Minute)
 	inputtest.CheckDelivery(t, out.All(), want, true)
-	if !strings.Contains(logs.String(), "is gone") || srv.ConsumerARN("orders", "app") == arn {
-		t.Fatalf("the consumer was not registered again (ARN %s):\n%s", srv.ConsumerARN("orders", "app"), logs)
+	// The ARN may come back the same: it ends in the creation time in seconds.
+	if n := srv.Calls("RegisterStreamConsumer"); !strings.Contains(logs.String(), "is gone") || n != 2 {
+		t.Fatalf("the consumer was not registered again (%d RegisterStreamConsumer calls, want 2):\n%s", n, logs)
 	}
 }

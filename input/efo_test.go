@@ -131,7 +131,8 @@ func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 1000, 64)
 	out := &inputtest.Collector{}
-	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }\nshard_discovery_interval: 1h"), out)
+	dir := t.TempDir()
+	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", dir, "efo: { consumer_name: app }\nshard_discovery_interval: 1h"), out)
 	out.WaitFor(t, 500, time.Minute)
 
 	children, err := srv.SplitShard("orders", "shardId-000000000000", "")
@@ -140,6 +141,16 @@ func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	}
 	for d, pk := range fakeProduce(t, srv, "orders", "b", 1000, 64) {
 		want[d] = pk
+	}
+	// Merge only once the split parent's end is saved, so that its children
+	// are known when the merge's ChildShards name one of them as a parent;
+	// else the input rightly asks ListShards about the unknown parent.
+	deadline := time.Now().Add(time.Minute)
+	for !inputtest.ReadCheckpointsUnlocked(t, dir, srv.StreamARN("orders")).Shards["shardId-000000000000"].Ended {
+		if time.Now().After(deadline) {
+			t.Fatal("the split parent's end was not saved within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	merged, err := srv.MergeShards("orders", children[1], "shardId-000000000001")
 	if err != nil {
@@ -240,7 +251,10 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 	// Events of at most 10 records: any larger batch was joined from reads.
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
-	out := &inputtest.Collector{Slow: 20 * time.Millisecond}
+	// The output holds its first batch until everything is written, so a
+	// backlog builds up whatever the machine's speed.
+	produced := make(chan struct{})
+	out := &inputtest.Collector{Slow: 20 * time.Millisecond, Hold: produced}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
 	want := inputtest.Produced{}
 	for i := 0; i < 3000; i++ { // one put, one event, at a time
@@ -255,6 +269,7 @@ func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 			}
 		}
 	}
+	close(produced)
 	p.StopWhen(t, out, len(want), time.Minute)
 	msgs := out.All()
 	inputtest.CheckDelivery(t, msgs, want, true)

@@ -97,11 +97,12 @@ func TestParentPastRetentionDoesNotBlockChildren(t *testing.T) {
 		return ok
 	})
 	expired.Store(true) // the parent passes the retention period
-	time.Sleep(5 * time.Second)
-	mu.Lock()
-	n := childReads
-	mu.Unlock()
-	if n == 0 {
-		t.Fatalf("the parent %s is gone (not listed, ResourceNotFound) but its children %v were never read in 5 s: its reader keeps it 'running', so it is never pruned and parentsEnded waits for it forever", parent, children)
+	read := eventually(time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return childReads > 0
+	})
+	if !read {
+		t.Fatalf("the parent %s is gone (not listed, ResourceNotFound) but its children %v were never read in a minute: its reader keeps it 'running', so it is never pruned and parentsEnded waits for it forever", parent, children)
 	}
 }

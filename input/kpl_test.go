@@ -111,33 +111,63 @@ func TestEFORestartInsideAggregate(t *testing.T) {
 	restartInsideAggregates(t, conf, dir, srv.StreamARN("orders"), prod.Users)
 }
 
-// restartInsideAggregates runs the pipeline in up to four runs, stopping
-// each of the first three after 1,500 messages, until every user record has
-// arrived. It checks order within each run, exactly once over all runs, and
-// that at least one stop left the checkpoint inside an aggregate (else the
-// test proved nothing).
+// restartInsideAggregates runs the pipeline in up to four runs until every
+// user record has arrived. Each of the first three runs accepts about 1,500
+// messages and stops accepting right after a batch that ends inside an
+// aggregate (every aggregate holds 50 user records, sub-sequences 0-49): later
+// batches are rejected until the run stops, so the checkpoint must sit
+// exactly at that message, inside its aggregate. It checks that position
+// after each stop, order within each run, and exactly once over all runs.
 func restartInsideAggregates(t *testing.T, conf, dir, streamARN string, want inputtest.Produced) {
 	t.Helper()
 	var all []inputtest.Got
-	partial := 0
 	for run := 0; run < 4 && len(all) < len(want); run++ {
 		out := &inputtest.Collector{}
+		var held *inputtest.Got // the last accepted message once the run holds
+		if run < 3 {
+			out.Reject = func(batch []inputtest.Got) bool {
+				if held != nil {
+					return true
+				}
+				if msgs := out.Msgs(); len(msgs) >= 1500 && msgs[len(msgs)-1].Sub != "49" {
+					last := msgs[len(msgs)-1]
+					held = &last
+					return true
+				}
+				return false
+			}
+		}
 		p := inputtest.StartPipeline(t, conf, out)
 		if run < 3 {
-			out.WaitFor(t, 1500, time.Minute)
+			waitHeld(t, out, &held, time.Minute)
 			p.Stop(t)
+			cp := inputtest.ReadCheckpoints(t, dir, streamARN).Shards["shardId-000000000000"].Position
+			if hp := held.Position(); cp == nil || !cp.Partial || cp.Sequence != hp.Sequence || cp.SubSequence != hp.SubSequence {
+				t.Fatalf("run %d held after %s (sub %s): the checkpoint is %+v, want that position inside its aggregate", run, held.Seq, held.Sub, cp)
+			}
 		} else {
 			p.StopWhen(t, out, len(want)-len(all), time.Minute)
 		}
 		inputtest.CheckOrder(t, out.All())
 		all = append(all, out.All()...)
-		if cp := inputtest.ReadCheckpoints(t, dir, streamARN).Shards["shardId-000000000000"].Position; cp != nil && cp.Partial {
-			partial++
-		}
-	}
-	if partial == 0 {
-		t.Fatal("no stop left the checkpoint inside an aggregate: the test proved nothing")
 	}
 	inputtest.CheckDelivery(t, all, want, true)
-	t.Logf("%d of the stops left the checkpoint inside an aggregate", partial)
+}
+
+// waitHeld waits until the collector's Reject has set *held.
+func waitHeld(t *testing.T, out *inputtest.Collector, held **inputtest.Got, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out.Lock()
+		h, n := *held, len(out.Msgs())
+		out.Unlock()
+		if h != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never held: %d messages arrived within %v", n, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -69,9 +69,8 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 	}
 	defer store2.Close()
 	h2 := startStreamHarnessWith(t, srv, "", store2, mkPolling)
-	time.Sleep(3 * time.Second)
-	got := h2.data()
-	if !slices.Contains(got, "new-0") {
+	if !eventually(time.Minute, func() bool { return slices.Contains(h2.data(), "new-0") }) {
+		got := h2.data()
 		h2.s.mu.Lock()
 		cp := h2.s.state.Shards["shardId-000000000000"]
 		h2.s.mu.Unlock()

@@ -209,6 +209,7 @@ func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
 	conf := localInput(k, "orders", dir, "polling: { limit: 50 }")
 
 	first := &inputtest.Collector{}
+	first.AcceptOnly(300) // and reject the rest: the parent stays unfinished
 	p := inputtest.StartPipeline(t, conf, first)
 	first.WaitFor(t, 300, time.Minute)
 	split(t, client, "orders", openShards(t, client, "orders")[0])

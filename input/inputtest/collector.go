@@ -38,6 +38,8 @@ type Collector struct {
 	Reject func(batch []Got) bool
 	// Slow delays every batch, simulating a slow output.
 	Slow time.Duration
+	// Hold, when set, keeps every batch waiting until it is closed.
+	Hold <-chan struct{}
 }
 
 func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
@@ -57,6 +59,13 @@ func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
 			batch[i].Err = err.Error()
 		}
 	}
+	if c.Hold != nil {
+		select {
+		case <-c.Hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if c.Slow > 0 {
 		select {
 		case <-time.After(c.Slow):
@@ -72,6 +81,15 @@ func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
 	c.msgs = append(c.msgs, batch...)
 	c.batches = append(c.batches, len(batch))
 	return nil
+}
+
+// AcceptOnly makes the collector accept batches until it holds at least n
+// messages and reject every batch after that, so that a run stops at a known
+// place however fast the machine is. It replaces Reject.
+func (c *Collector) AcceptOnly(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Reject = func([]Got) bool { return len(c.msgs) >= n }
 }
 
 // BatchSizes returns the sizes of the batches accepted so far.
