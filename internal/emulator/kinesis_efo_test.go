@@ -107,6 +107,11 @@ func ownEventStreamCodec(o *kinesis.Options) {
 // TestKinesisLocalResubscribeTooSoon checks that kinesis-local's in-band
 // ResourceInUseException reaches the caller through EFOProxy as the SDK's
 // modelled error, and that the shard can be subscribed again later.
+//
+// kinesis-local refuses a subscribe while another subscription of the
+// consumer and shard is active (until it notices the first one close), not
+// for a time after it: the second subscribe is made while the first stream
+// is still open, so that it is refused however slow the machine is.
 func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
 	k := KinesisLocal(t, WithStreams("busy:1"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -130,6 +135,14 @@ func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
 		t.Fatalf("first SubscribeToShard: %v", err)
 	}
 	stream := out.GetStream()
+	defer stream.Close()
+
+	_, err = efo.SubscribeToShard(ctx, in, ownEventStreamCodec)
+	var inUse *types.ResourceInUseException
+	if !errors.As(err, &inUse) {
+		t.Fatalf("resubscribe while the first subscription is open: got %v (%T), want *types.ResourceInUseException", err, err)
+	}
+
 	select {
 	case <-stream.Events():
 	case <-ctx.Done():
@@ -137,12 +150,6 @@ func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
 	}
 	stream.Close()
 	closed := time.Now()
-
-	_, err = efo.SubscribeToShard(ctx, in, ownEventStreamCodec)
-	var inUse *types.ResourceInUseException
-	if !errors.As(err, &inUse) {
-		t.Fatalf("immediate resubscribe: got %v (%T), want *types.ResourceInUseException", err, err)
-	}
 
 	for {
 		out, err := efo.SubscribeToShard(ctx, in, ownEventStreamCodec)

@@ -22,11 +22,14 @@ func TestEmulatorsEndWithTheirTest(t *testing.T) {
 // TestEmulatorEndsAfterItsLifetime checks the preload's bound for an
 // emulator whose test binary never stops it (e.g. a hung test).
 func TestEmulatorEndsAfterItsLifetime(t *testing.T) {
-	d := Dynalite(t, WithLifetime(2*time.Second))
+	// The lifetime counts from the process start, so it must outlast a slow
+	// start on a loaded machine (or the emulator ends before Dynalite has
+	// seen it answer); 30 s after the start returned it must be over.
+	d := Dynalite(t, WithLifetime(10*time.Second))
 	select {
 	case <-d.proc.exited:
 	case <-time.After(30 * time.Second):
-		t.Fatal("dynalite still running 30 s into a 2 s lifetime")
+		t.Fatal("dynalite still running 30 s into a 10 s lifetime")
 	}
 	if out := d.proc.out.String(); !strings.Contains(out, "lifetime") {
 		t.Fatalf("dynalite exited without the lifetime message; output:\n%s", out)

@@ -13,7 +13,10 @@ import (
 )
 
 func TestConsumerLifecycle(t *testing.T) {
-	s := newServer(t, Stream("s", 1), ConsumerActivationDelay(150*time.Millisecond), ConsumerDeletionDelay(150*time.Millisecond), Quotas(false))
+	// The clock stands still except where the test moves it on, so each
+	// status lasts as long as the test needs, however slow the calls are.
+	clock := newFakeClock()
+	s := newServer(t, Stream("s", 1), ConsumerActivationDelay(3*time.Second), ConsumerDeletionDelay(3*time.Second), Quotas(false), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
 	streamARN := aws.String(s.StreamARN("s"))
@@ -46,6 +49,11 @@ func TestConsumerLifecycle(t *testing.T) {
 	if st, err := describe(byName); err != nil || st != types.ConsumerStatusCreating {
 		t.Fatalf("describe by name: %s %v", st, err)
 	}
+	clock.advance(3*time.Second - time.Millisecond)
+	if st, err := describe(byARN); err != nil || st != types.ConsumerStatusCreating {
+		t.Fatalf("describe by ARN just before the activation delay: %s %v", st, err)
+	}
+	clock.advance(time.Millisecond)
 	waitActive(t, c, *con.ConsumerARN)
 	if st, err := describe(byName); err != nil || st != types.ConsumerStatusActive {
 		t.Fatalf("describe by name: %s %v", st, err)
@@ -63,7 +71,11 @@ func TestConsumerLifecycle(t *testing.T) {
 	wantCode(t, err, CodeResourceNotFound)
 	_, err = c.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: streamARN, ConsumerName: aws.String("app")})
 	wantCode(t, err, CodeResourceInUse)
-	time.Sleep(200 * time.Millisecond)
+	clock.advance(3*time.Second - time.Millisecond)
+	if st, err := describe(byARN); err != nil || st != types.ConsumerStatusDeleting {
+		t.Fatalf("just before the deletion delay: %s %v", st, err)
+	}
+	clock.advance(time.Millisecond)
 	_, err = describe(byARN)
 	wantCode(t, err, CodeResourceNotFound)
 	_, err = describe(byName)

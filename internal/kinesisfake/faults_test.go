@@ -77,17 +77,19 @@ func TestDelayNext(t *testing.T) {
 	s := newServer(t, Stream("s", 1))
 	c := newClient(s)
 	ctx := testCtx(t)
-	s.DelayNext("DescribeStreamSummary", 1, 200*time.Millisecond)
+	// A delay long enough that the next call, undelayed, is told apart from
+	// it with a bound a loaded machine keeps.
+	s.DelayNext("DescribeStreamSummary", 1, 2*time.Second)
 	call := func() time.Duration {
 		start := time.Now()
 		_, err := c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("s")})
 		must(t, err)
 		return time.Since(start)
 	}
-	if d := call(); d < 200*time.Millisecond {
+	if d := call(); d < 2*time.Second {
 		t.Fatalf("delayed call took %v", d)
 	}
-	if d := call(); d > 150*time.Millisecond {
+	if d := call(); d >= time.Second {
 		t.Fatalf("next call took %v", d)
 	}
 }
@@ -230,12 +232,15 @@ func TestSubscriptionFaults(t *testing.T) {
 			})
 			t.Run("stall after 1 event", func(t *testing.T) {
 				s.StallSubscriptionAfter(shard, 1, 1, 400*time.Millisecond)
+				// start is taken before the subscribe: the server sends
+				// event 1 after it and event 2 at least 400 ms after event
+				// 1, however late event 1 reaches the test.
+				start := time.Now()
 				es, err := subscribe(t, c, arn, shard, trimHorizon())
 				must(t, err)
 				nextEvent(t, es, 2*time.Second)
-				start := time.Now()
 				nextEvent(t, es, 2*time.Second)
-				if d := time.Since(start); d < 350*time.Millisecond {
+				if d := time.Since(start); d < 400*time.Millisecond {
 					t.Fatalf("stalled for %v only", d)
 				}
 				// Then it carries on, heartbeats included.

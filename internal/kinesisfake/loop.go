@@ -24,7 +24,7 @@ func (s *Server) runLoop() {
 func (s *Server) do(fn func(st *state, now time.Time)) error {
 	done := make(chan struct{})
 	req := func() {
-		now := time.Now()
+		now := s.now()
 		s.st.sweep(now)
 		fn(s.st, now)
 		close(done)
@@ -36,6 +36,14 @@ func (s *Server) do(fn func(st *state, now time.Time)) error {
 	}
 	<-done
 	return nil
+}
+
+// now is the time the state works with: time.Now, or the tests' clock.
+func (s *Server) now() time.Time {
+	if s.cfg.clock != nil {
+		return s.cfg.clock()
+	}
+	return time.Now()
 }
 
 // doErr is do for closures that answer with an API error.

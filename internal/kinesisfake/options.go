@@ -34,6 +34,10 @@ type config struct {
 	shardEndWithRecords bool
 
 	logger *slog.Logger
+
+	// clock, when set (only by this package's tests), is the state's time
+	// instead of time.Now.
+	clock func() time.Time
 }
 
 type presetStream struct {

@@ -294,14 +294,17 @@ func TestGetRecordsTenMiB(t *testing.T) {
 }
 
 func TestIteratorExpiry(t *testing.T) {
-	s := newServer(t, Stream("s", 1), Quotas(false), IteratorLifetime(100*time.Millisecond))
+	// The clock stands still until the test moves it on: the first
+	// GetRecords is within the lifetime however slow the calls are.
+	clock := newFakeClock()
+	s := newServer(t, Stream("s", 1), Quotas(false), IteratorLifetime(100*time.Millisecond), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
 	it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("s"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
 	must(t, err)
 	out, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
 	must(t, err)
-	time.Sleep(150 * time.Millisecond)
+	clock.advance(150 * time.Millisecond)
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
 	wantCode(t, err, CodeExpiredIterator)
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: out.NextShardIterator})

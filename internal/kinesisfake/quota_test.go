@@ -11,20 +11,17 @@ import (
 )
 
 func TestGetRecordsCallQuota(t *testing.T) {
-	s := newServer(t, Stream("s", 2))
+	clock := newFakeClock() // no refill between the calls, however slow they are
+	s := newServer(t, Stream("s", 2), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
 	it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("s"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
 	must(t, err)
-	start := time.Now()
 	for i := 1; i <= 6; i++ {
 		_, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
 		if i < 6 {
 			must(t, err)
 			continue
-		}
-		if time.Since(start) > 150*time.Millisecond {
-			t.Skip("machine too slow to make 6 calls within the refill of one token")
 		}
 		wantCode(t, err, CodeProvisionedThroughput)
 	}
@@ -40,13 +37,14 @@ func TestGetRecordsCallQuota(t *testing.T) {
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it2.ShardIterator})
 	must(t, err)
 	// A second later the shard serves again.
-	time.Sleep(time.Second)
+	clock.advance(time.Second)
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
 	must(t, err)
 }
 
 func TestGetRecordsByteQuota(t *testing.T) {
-	s := newServer(t, Stream("s", 1))
+	clock := newFakeClock()
+	s := newServer(t, Stream("s", 1), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
 	blob := make([]byte, 1<<20-2)
@@ -58,12 +56,19 @@ func TestGetRecordsByteQuota(t *testing.T) {
 	if len(out.Records) != 10 {
 		t.Fatalf("%d records", len(out.Records))
 	}
-	// After 10 MiB the shard refuses reads for 4-5 s.
+	// After 10 MiB against a budget of 2 MiB that refills at 2 MiB/s the
+	// shard is 8 MiB in debt and refuses reads for 4 s.
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: out.NextShardIterator})
 	wantCode(t, err, CodeProvisionedThroughput)
-	time.Sleep(1500 * time.Millisecond)
+	clock.advance(1500 * time.Millisecond)
 	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: out.NextShardIterator})
 	wantCode(t, err, CodeProvisionedThroughput)
+	clock.advance(2400 * time.Millisecond) // 3.9 s
+	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: out.NextShardIterator})
+	wantCode(t, err, CodeProvisionedThroughput)
+	clock.advance(200 * time.Millisecond) // 4.1 s
+	_, err = c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: out.NextShardIterator})
+	must(t, err)
 }
 
 func TestQuotasOff(t *testing.T) {
@@ -85,7 +90,8 @@ func TestQuotasOff(t *testing.T) {
 }
 
 func TestSubscribeRateAndFiveSecondRule(t *testing.T) {
-	s := newServer(t, TLS(), Stream("s", 1))
+	clock := newFakeClock()
+	s := newServer(t, TLS(), Stream("s", 1), withClock(clock))
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
 	must(t, err)
@@ -94,7 +100,7 @@ func TestSubscribeRateAndFiveSecondRule(t *testing.T) {
 	must(t, err)
 	_, err = subscribe(t, c, arn, shard, trimHorizon())
 	wantCode(t, err, CodeLimitExceeded)
-	time.Sleep(1100 * time.Millisecond)
+	clock.advance(1100 * time.Millisecond)
 	_, err = subscribe(t, c, arn, shard, trimHorizon())
 	wantCode(t, err, CodeResourceInUse)
 	if n := s.Throttled("SubscribeToShard"); n != 1 {
@@ -106,19 +112,34 @@ func TestSubscribeRateAndFiveSecondRule(t *testing.T) {
 }
 
 func TestControlPlaneQuotas(t *testing.T) {
-	s := newServer(t, Stream("s", 1), Stream("t", 1), ConsumerActivationDelay(time.Hour))
+	// The clock stands still between calls: a burst is exactly the bucket,
+	// however long the calls take.
+	clock := newFakeClock()
+	s := newServer(t, Stream("s", 1), Stream("t", 1), ConsumerActivationDelay(time.Hour), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
+	describe := func() string {
+		_, err := c.DescribeStream(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")})
+		return errCode(err)
+	}
 
 	// DescribeStream: 10 per second per account.
 	throttled := 0
 	for range 11 {
-		if _, err := c.DescribeStream(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}); errCode(err) == CodeLimitExceeded {
+		if describe() == CodeLimitExceeded {
 			throttled++
 		}
 	}
 	if throttled != 1 || s.Throttled("DescribeStream") != 1 {
 		t.Fatalf("DescribeStream: %d of 11 throttled", throttled)
+	}
+	// 110 ms refill one call, not two.
+	clock.advance(110 * time.Millisecond)
+	if code := describe(); code != "" {
+		t.Fatalf("DescribeStream 110 ms after the burst: %s", code)
+	}
+	if code := describe(); code != CodeLimitExceeded {
+		t.Fatalf("second DescribeStream 110 ms after the burst: %q, want %s", code, CodeLimitExceeded)
 	}
 
 	// RegisterStreamConsumer: at most 5 CREATING per account.
@@ -126,7 +147,7 @@ func TestControlPlaneQuotas(t *testing.T) {
 		_, err := c.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(s.StreamARN("s")), ConsumerName: aws.String(fmt.Sprint("c", i))})
 		must(t, err)
 	}
-	time.Sleep(1100 * time.Millisecond) // let the 5 TPS bucket refill
+	clock.advance(1100 * time.Millisecond) // let the 5 TPS bucket refill
 	_, err := c.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(s.StreamARN("t")), ConsumerName: aws.String("sixth")})
 	wantCode(t, err, CodeLimitExceeded)
 
@@ -157,7 +178,8 @@ func TestControlPlaneQuotas(t *testing.T) {
 }
 
 func TestWriteQuotas(t *testing.T) {
-	s := newServer(t, Stream("s", 1), WriteQuotas(true))
+	clock := newFakeClock() // no refill between the calls
+	s := newServer(t, Stream("s", 1), WriteQuotas(true), withClock(clock))
 	c := newClient(s)
 	ctx := testCtx(t)
 	var entries []types.PutRecordsRequestEntry
@@ -175,23 +197,29 @@ func TestWriteQuotas(t *testing.T) {
 			}
 		}
 	}
-	// 1,500 records against 1,000/s: about 500 fail (a little refill is
-	// allowed for the time the calls take).
-	if failed < 400 || failed > 500 {
-		t.Fatalf("%d of 1500 failed", failed)
+	// 1,500 records against a bucket of 1,000: with the clock standing
+	// still, exactly 500 fail.
+	if failed != 500 {
+		t.Fatalf("%d of 1500 failed, want 500", failed)
 	}
 	if s.Throttled("PutRecords") != failed {
 		t.Fatalf("Throttled(PutRecords) = %d, want %d", s.Throttled("PutRecords"), failed)
 	}
 	// Byte budget: 1 MiB per second.
-	s2 := newServer(t, Stream("s", 1), WriteQuotas(true))
+	clock2 := newFakeClock()
+	s2 := newServer(t, Stream("s", 1), WriteQuotas(true), withClock(clock2))
 	c2 := newClient(s2)
-	// A budget in slight debt refills within a millisecond, so two records
-	// of 1 MiB pass and leave it about 1 MiB in debt.
-	for range 2 {
+	putMiB := func() error {
 		_, err := c2.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("s"), PartitionKey: aws.String("k"), Data: make([]byte, 1<<20)})
-		must(t, err)
+		return err
 	}
+	// The first record of 1 MiB (and its key) leaves the budget one byte in
+	// debt: the next is refused until a millisecond has refilled it.
+	must(t, putMiB())
+	wantCode(t, putMiB(), CodeProvisionedThroughput)
+	clock2.advance(time.Millisecond)
+	must(t, putMiB())
+	// Now about 1 MiB in debt: even a byte is refused.
 	_, err := c2.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("s"), PartitionKey: aws.String("k"), Data: []byte("x")})
 	wantCode(t, err, CodeProvisionedThroughput)
 }

@@ -62,9 +62,22 @@ func TestCreateStream(t *testing.T) {
 }
 
 func TestStreamStatusDelay(t *testing.T) {
-	s := newServer(t, StreamStatusDelay(200*time.Millisecond))
+	// The clock stands still except where the test moves it on, so each
+	// status lasts as long as the test needs, however slow the calls are.
+	// Quotas are off: the waiters' DescribeStream calls would otherwise
+	// drain a bucket that a standing clock never refills.
+	const delay = 5 * time.Second
+	clock := newFakeClock()
+	s := newServer(t, StreamStatusDelay(delay), withClock(clock), Quotas(false))
 	c := newClient(s)
 	ctx := testCtx(t)
+	// waitDescribe lets w poll DescribeStream: the clock passes the delay
+	// after w's second call, so w has seen the old status at least once.
+	waitDescribe := func(wait func() error) {
+		t.Helper()
+		advanceAfterCalls(t, s, clock, "DescribeStream", s.Calls("DescribeStream")+2, delay)
+		must(t, wait())
+	}
 	_, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("s"), ShardCount: aws.Int32(1)})
 	must(t, err)
 	sum, err := c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("s")})
@@ -82,7 +95,9 @@ func TestStreamStatusDelay(t *testing.T) {
 		o.MinDelay = 50 * time.Millisecond
 		o.MaxDelay = 100 * time.Millisecond
 	})
-	must(t, w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second))
+	waitDescribe(func() error {
+		return w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second)
+	})
 
 	_, err = c.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String("s"), ShardToSplit: aws.String("shardId-000000000000"), NewStartingHashKey: aws.String("100")})
 	must(t, err)
@@ -97,7 +112,9 @@ func TestStreamStatusDelay(t *testing.T) {
 	_, err = c.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("s"), PartitionKey: aws.String("k"), Data: []byte("x")})
 	must(t, err)
 
-	must(t, w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second))
+	waitDescribe(func() error {
+		return w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second)
+	})
 	_, err = c.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String("s")})
 	must(t, err)
 	sum, err = c.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("s")})
@@ -109,7 +126,9 @@ func TestStreamStatusDelay(t *testing.T) {
 		o.MinDelay = 50 * time.Millisecond
 		o.MaxDelay = 100 * time.Millisecond
 	})
-	must(t, nw.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second))
+	waitDescribe(func() error {
+		return nw.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("s")}, 10*time.Second)
+	})
 }
 
 func TestDeleteStream(t *testing.T) {

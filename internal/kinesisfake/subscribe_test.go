@@ -88,16 +88,20 @@ func TestSubscribeHeartbeatAndContinuation(t *testing.T) {
 	shards, _ := s.Shards("s")
 	start := *shards[0].SequenceNumberRange.StartingSequenceNumber
 
+	// began is taken before the subscribe, so that the server's heartbeat
+	// timer, started once the initial-response is sent, cannot have started
+	// before it: 3 heartbeats take at least 300 ms from began, however long
+	// the subscribe takes to return.
+	began := time.Now()
 	es, err := subscribe(t, c, arn, shard, types.StartingPosition{Type: types.ShardIteratorTypeLatest})
 	must(t, err)
-	began := time.Now()
 	for range 3 {
 		ev, _ := nextEvent(t, es, 2*time.Second)
 		if len(ev.Records) != 0 || ev.ContinuationSequenceNumber == nil || *ev.ContinuationSequenceNumber != start {
 			t.Fatalf("heartbeat %v cont %v", eventData(ev), aws.ToString(ev.ContinuationSequenceNumber))
 		}
 	}
-	if d := time.Since(began); d < 250*time.Millisecond || d > 2*time.Second {
+	if d := time.Since(began); d < 300*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("3 heartbeats of 100 ms took %v", d)
 	}
 	// The continuation of an empty event resumes without loss: a record
@@ -180,13 +184,16 @@ func TestSubscribeLifetime(t *testing.T) {
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
 	must(t, err)
+	// start is taken before the subscribe: the lifetime timer starts on the
+	// server after that, so the stream cannot end sooner than 300 ms after
+	// start, however long the subscribe takes to return.
+	start := time.Now()
 	es, err := subscribe(t, c, arn, "shardId-000000000000", trimHorizon())
 	must(t, err)
-	start := time.Now()
 	if err := waitEnd(t, es, 5*time.Second); err != nil {
 		t.Fatalf("stream ended with %v, want a clean end", err)
 	}
-	if d := time.Since(start); d < 250*time.Millisecond {
+	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Fatalf("ended after %v", d)
 	}
 	waitFor(t, "subscription to end", 5*time.Second, func() bool { return s.Subscriptions() == 0 })
@@ -230,7 +237,11 @@ func TestSubscribeShardEnd(t *testing.T) {
 }
 
 func TestSubscribeTakeover(t *testing.T) {
-	s := newServer(t, TLS(), Stream("s", 1), SubscribeTakeoverWindow(300*time.Millisecond), Quotas(false))
+	// The takeover window is measured on the fake's clock, which stands
+	// still until the test moves it on: the second subscribe is inside the
+	// window however slow the first was.
+	clock := newFakeClock()
+	s := newServer(t, TLS(), Stream("s", 1), SubscribeTakeoverWindow(300*time.Millisecond), Quotas(false), withClock(clock))
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
 	must(t, err)
@@ -239,7 +250,10 @@ func TestSubscribeTakeover(t *testing.T) {
 	must(t, err)
 	_, err = subscribe(t, c, arn, shard, trimHorizon())
 	wantCode(t, err, CodeResourceInUse)
-	time.Sleep(350 * time.Millisecond)
+	clock.advance(290 * time.Millisecond)
+	_, err = subscribe(t, c, arn, shard, trimHorizon())
+	wantCode(t, err, CodeResourceInUse)
+	clock.advance(60 * time.Millisecond) // 350 ms after the first
 	second, err := subscribe(t, c, arn, shard, trimHorizon())
 	must(t, err)
 	wantCode(t, waitEnd(t, first, 2*time.Second), CodeResourceInUse)
@@ -320,16 +334,21 @@ func TestSubscribeReadRateQuota(t *testing.T) {
 	must(t, err)
 	blob := make([]byte, 1<<20-2)
 	must(t, s.PutToShard("s", "shardId-000000000000", 5, func(int) []byte { return blob }))
+	// start is taken before the subscribe: the read budget is made on the
+	// server after that, so the lower bound holds however long the
+	// subscribe takes to return.
+	start := time.Now()
 	es, err := subscribe(t, c, arn, "shardId-000000000000", trimHorizon())
 	must(t, err)
-	start := time.Now()
 	n := 0
 	for n < 5 {
 		ev, _ := nextEvent(t, es, 5*time.Second)
 		n += len(ev.Records)
 	}
-	// 2 MiB of burst, then 3 MiB at 2 MiB/s.
-	if d := time.Since(start); d < 1200*time.Millisecond || d > 4*time.Second {
+	// 2 MiB of burst, then 3 MiB at 2 MiB/s: at least 1.5 s. Without the
+	// limit it takes about 0.1 s; the upper bound only has to catch a budget
+	// far too small, and leaves room for a loaded machine under -race.
+	if d := time.Since(start); d < 1200*time.Millisecond || d > 10*time.Second {
 		t.Fatalf("5 MiB took %v, want about 1.5 s", d)
 	}
 }

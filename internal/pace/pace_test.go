@@ -7,29 +7,50 @@ import (
 )
 
 func TestPacerKeepsTheGapPerKey(t *testing.T) {
-	p := New(50 * time.Millisecond)
 	ctx := context.Background()
+
+	// With a gap of an hour, a Wait that does not wait returns at once and
+	// one that waits does not return for an hour: a Wait bounded by a
+	// minute tells them apart on any machine, and a wrong wait fails the
+	// test after a minute instead of hanging it.
+	p := New(time.Hour)
+	withinAMinute := func(key string) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return p.Wait(ctx, key)
+	}
 	p.Done("a")
-	start := time.Now()
-	if err := p.Wait(ctx, "b"); err != nil || time.Since(start) > 20*time.Millisecond {
-		t.Fatal("an unrelated key waited")
+	if err := withinAMinute("b"); err != nil {
+		t.Fatalf("an unrelated key waited: %v", err)
 	}
-	if err := p.Wait(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < 45*time.Millisecond {
-		t.Fatalf("waited %v, want about 50ms", waited)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := p.Wait(short, "a")
+	cancel()
+	if err == nil {
+		t.Fatal("a key called a moment ago did not wait")
 	}
 	p.Forget("a")
-	start = time.Now()
-	p.Wait(ctx, "a")
-	if time.Since(start) > 20*time.Millisecond {
-		t.Fatal("a forgotten key still waited")
+	if err := withinAMinute("a"); err != nil {
+		t.Fatalf("a forgotten key still waited: %v", err)
 	}
 	p.Done("a")
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := p.Wait(cctx, "a"); err == nil {
 		t.Fatal("Wait ignored a cancelled context")
+	}
+
+	// The wait ends once the gap has passed since Done. start is taken
+	// before Done, so a stall between the two cannot shorten what is
+	// measured: the wait ends no sooner than gap after start.
+	const gap = 50 * time.Millisecond
+	p = New(gap)
+	start := time.Now()
+	p.Done("a")
+	if err := p.Wait(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < gap {
+		t.Fatalf("waited %v, want at least %v", waited, gap)
 	}
 }
