@@ -118,33 +118,60 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 4)
 	want := inputtest.Produce(t, client, "orders", "k", 4000, 37)
-	killAndRestart(t, k, want, "")
+	killAndRestart(t, k, want, killPlan{})
 }
 
 // TestSIGKILLInsideAggregate is TestSIGKILLLosesNothing with KPL aggregates
-// cut by batches of 7, so that the checkpoint at the kill sits inside an
-// aggregate.
+// of 50 user records cut by batches of 7. The first run's pipeline stalls on
+// user record 25 of one aggregate (a sleep of an hour), so the checkpoint at
+// the kill sits inside that aggregate, just before the stalled batch.
 func TestSIGKILLInsideAggregate(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
 	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 6})
-	atKill := killAndRestart(t, k, prod.Users, "    batching: { count: 7, period: 100ms }\n")
-	partial := 0
-	for _, cp := range atKill.Shards {
-		if cp.Position != nil && cp.Position.Partial {
-			partial++
-		}
+	const stall = "u-0000775" // aggregate 15, user record 25
+	arn := k.StreamARN("orders")
+	var stalledShard string
+	plan := killPlan{
+		extraInput:      "    batching: { count: 7, period: 100ms }\n",
+		firstProcessors: "    - sleep: { duration: '${! if content().string() == \"" + stall + "\" { \"1h\" } else { \"0s\" } }' }\n",
+		ready: func(t *testing.T, cpDir string, got []inputtest.Got) bool {
+			// Ready once the last record delivered before the stalled one,
+			// from its aggregate, is the committed checkpoint of its shard.
+			var last *inputtest.Got
+			for i, m := range got {
+				if m.Data >= "u-0000750" && m.Data < stall && (last == nil || m.Data > last.Data) {
+					last = &got[i]
+				}
+			}
+			if last == nil {
+				return false
+			}
+			cp := inputtest.ReadCheckpointsUnlocked(t, cpDir, arn).Shards[last.Shard].Position
+			stalledShard = last.Shard
+			return cp != nil && cp.Sequence == last.Seq && cp.SubSequence == last.Position().SubSequence
+		},
 	}
-	if partial == 0 {
-		t.Fatalf("no checkpoint sat inside an aggregate at the kill (%+v): the test proved nothing", atKill.Shards)
+	atKill := killAndRestart(t, k, prod.Users, plan)
+	if cp := atKill.Shards[stalledShard].Position; cp == nil || !cp.Partial {
+		t.Fatalf("the checkpoint of shard %s at the kill is %+v, want one inside the stalled aggregate", stalledShard, cp)
 	}
 }
 
-// killAndRestart runs the binary, kills it with SIGKILL once 1,500 records
-// are out, runs it again until every record is out, and checks the outcome.
+// killPlan varies killAndRestart.
+type killPlan struct {
+	extraInput      string // YAML lines added to the input, both runs
+	firstProcessors string // YAML processors put first in the first run
+	// ready tells when to kill the first run, from the lines it wrote;
+	// nil: once 1,500 lines are out.
+	ready func(t *testing.T, cpDir string, got []inputtest.Got) bool
+}
+
+// killAndRestart runs the binary, kills it with SIGKILL once the plan says
+// so, runs it again until every record is out, and checks the outcome.
 // It returns the checkpoints as they were at the kill.
-func killAndRestart(t *testing.T, k *emulator.Kinesis, want inputtest.Produced, extraInput string) checkpoint.Stream {
+func killAndRestart(t *testing.T, k *emulator.Kinesis, want inputtest.Produced, plan killPlan) checkpoint.Stream {
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +179,7 @@ func killAndRestart(t *testing.T, k *emulator.Kinesis, want inputtest.Produced, 
 
 	dir := t.TempDir()
 	cpDir := filepath.Join(dir, "checkpoints")
-	config := func(out string) string {
+	config := func(out, firstProcessors string) string {
 		path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(out), ".jsonl")+".yaml")
 		yaml := fmt.Sprintf(`
 input:
@@ -168,7 +195,7 @@ input:
 %spipeline:
   threads: 1 # strict order per shard into the output
   processors:
-    - mapping: |
+%s    - mapping: |
         root.data = content().string()
         root.shard = @kinesis_shard
         root.seq = @kinesis_sequence_number
@@ -180,7 +207,7 @@ output:
     codec: lines
 logger:
   level: warn
-`, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, cpDir, extraInput, out)
+`, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, cpDir, plan.extraInput, firstProcessors, out)
 		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -188,8 +215,19 @@ logger:
 	}
 
 	out1 := filepath.Join(dir, "run1.jsonl")
-	first := run(t, bin, config(out1), filepath.Join(dir, "run1.log"))
-	waitLines(t, out1, 1500, time.Minute)
+	first := run(t, bin, config(out1, plan.firstProcessors), filepath.Join(dir, "run1.log"))
+	if plan.ready == nil {
+		waitLines(t, out1, 1500, time.Minute)
+	} else {
+		deadline := time.Now().Add(time.Minute)
+		for !plan.ready(t, cpDir, readOutput(t, out1)) {
+			if time.Now().After(deadline) {
+				log, _ := os.ReadFile(filepath.Join(dir, "run1.log"))
+				t.Fatalf("the first run was not ready to be killed within a minute; log:\n%s", log)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +239,7 @@ logger:
 	}
 
 	out2 := filepath.Join(dir, "run2.jsonl")
-	second := run(t, bin, config(out2), filepath.Join(dir, "run2.log"))
+	second := run(t, bin, config(out2, ""), filepath.Join(dir, "run2.log"))
 	deadline := time.Now().Add(time.Minute)
 	for {
 		union := map[string]bool{}
