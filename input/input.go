@@ -248,21 +248,35 @@ func describeStream(ctx context.Context, client *kinesis.Client, ref streamRef, 
 
 // ReadBatch returns the next batch of any shard.
 //
-// With auto_replay_nacks on, a batch the pipeline rejects comes again (before
-// newer batches, after a backoff that grows with its rejections), and its
-// shard's checkpoint stays before it until it is acknowledged.
+// With auto_replay_nacks on, a batch the pipeline rejects comes again (once
+// its pause is over, before newer batches), narrowed to the messages that
+// failed when the error names them, and its shard's checkpoint stays before
+// it until it is acknowledged.
 func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if in.ctx.Err() != nil {
+			return nil, nil, service.ErrEndOfInput
+		}
 		r, wait := in.replays.next(time.Now())
 		if r != nil {
 			return in.hand(r)
 		}
 		var due <-chan time.Time
 		if wait > 0 {
-			timer.Reset(wait)
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
 			due = timer.C
 		}
 		select {
@@ -278,20 +292,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 		case <-in.ctx.Done():
 			return nil, nil, service.ErrEndOfInput
 		}
-		timer.Stop()
 	}
-}
-
-// hand delivers a copy of r's batch; a rejection queues r again.
-func (in *kinesisInput) hand(r *replay) (service.MessageBatch, service.AckFunc, error) {
-	return r.batch.Copy(), func(_ context.Context, err error) error {
-		if err != nil {
-			in.replays.add(r, time.Now())
-			return nil
-		}
-		r.ack(nil)
-		return nil
-	}, nil
 }
 
 // Close stops every reader and commits what has been acknowledged. Benthos

@@ -1,7 +1,10 @@
 package input
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,8 +31,9 @@ type replays struct {
 	added chan struct{} // receives a value (never blocking) when a batch is queued
 }
 
-// replay is one rejected batch. batch is the pristine original: every
-// delivery is a copy, since processors may change messages in place.
+// replay is one rejected batch. batch is the pristine original (narrowed to
+// the messages that failed): every delivery is a copy, since processors may
+// change messages in place.
 type replay struct {
 	batch    service.MessageBatch
 	ack      func(error)
@@ -62,7 +66,7 @@ func (q *replays) next(now time.Time) (*replay, time.Duration) {
 	var wait time.Duration
 	for i, r := range q.queue {
 		if !r.at.After(now) {
-			q.queue = append(q.queue[:i], q.queue[i+1:]...)
+			q.queue = slices.Delete(q.queue, i, i+1)
 			return r, 0
 		}
 		if d := r.at.Sub(now); wait == 0 || d < wait {
@@ -82,4 +86,53 @@ func replayDelay(attempts int) time.Duration {
 	d := replayInitial << min(attempts-2, 10)
 	d = min(d, replayMax)
 	return d/2 + rand.N(d/2+1)
+}
+
+// hand delivers a copy of r's batch, indexed so that an error naming some of
+// its messages can be traced back to them. Acknowledging it resolves r; a
+// rejection queues r again, narrowed to the messages that failed.
+func (in *kinesisInput) hand(r *replay) (service.MessageBatch, service.AckFunc, error) {
+	out := r.batch.Copy()
+	idx := out.Index()
+	var once sync.Once
+	return out, func(_ context.Context, err error) error {
+		once.Do(func() {
+			if err == nil {
+				r.ack(nil)
+				return
+			}
+			r.batch = failedOnly(r.batch, idx, err)
+			in.replays.add(r, time.Now())
+		})
+		return nil
+	}, nil
+}
+
+// failedOnly returns the messages of batch that err names as failed, in
+// batch order, or the whole batch when err names none (a plain error, or a
+// batch error whose messages cannot be traced back through idx).
+func failedOnly(batch service.MessageBatch, idx *service.Indexer, err error) service.MessageBatch {
+	var berr *service.BatchError
+	if !errors.As(err, &berr) || berr.IndexedErrors() == 0 {
+		return batch
+	}
+	failed := make([]bool, len(batch))
+	n := 0
+	berr.WalkMessagesIndexedBy(idx, func(i int, _ *service.Message, err error) bool {
+		if err != nil && i >= 0 && i < len(batch) && !failed[i] {
+			failed[i] = true
+			n++
+		}
+		return true
+	})
+	if n == 0 {
+		return batch
+	}
+	narrowed := make(service.MessageBatch, 0, n)
+	for i, m := range batch {
+		if failed[i] {
+			narrowed = append(narrowed, m)
+		}
+	}
+	return narrowed
 }

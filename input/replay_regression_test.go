@@ -1,0 +1,213 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestPartialNackReplaysOnlyTheFailedMessages: an output that fails one
+// message of a batch (a service.BatchError with an indexed error) gets only
+// that message again, not the ones it accepted (as Benthos' own nack-replay
+// wrapper did; the input's first replay sent the whole batch each time).
+func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	want := fakeProduce(t, srv, "orders", "r", 10, 1)
+	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms }", "reader: polling\nbatching: { count: 10 }")
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	accepted := map[string]bool{}
+	failures := 0
+	consume := func(_ context.Context, b service.MessageBatch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var berr *service.BatchError
+		for i, m := range b {
+			d, _ := m.AsBytes()
+			seen[string(d)]++
+			if string(d) == "r-0000003" && failures < 3 {
+				failures++
+				e := errors.New("r-0000003 refused")
+				berr = service.NewBatchError(b, e).Failed(i, e)
+			}
+		}
+		for _, m := range b {
+			d, _ := m.AsBytes()
+			if berr == nil || string(d) != "r-0000003" {
+				accepted[string(d)] = true
+			}
+		}
+		if berr != nil {
+			return berr
+		}
+		return nil
+	}
+
+	sb := service.NewStreamBuilder()
+	sb.SetLoggerYAML("level: warn")
+	if err := sb.AddInputYAML(Name + ":\n" + inputtest.Indent(strings.TrimSpace(conf), "  ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.AddBatchConsumerFunc(consume); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	waitUntil(t, time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) == len(want) && failures == 3
+	})
+	time.Sleep(300 * time.Millisecond) // a stray replay would show
+	if err := s.StopWithin(30 * time.Second); err != nil {
+		t.Errorf("stopping: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pipeline did not stop")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for d := range want {
+		if n := seen[d]; d != "r-0000003" && n != 1 {
+			t.Errorf("%s reached the output %d times, want once: the messages the output accepted came again", d, n)
+		}
+	}
+	if n := seen["r-0000003"]; n != 4 {
+		t.Errorf("the failing message reached the output %d times, want 4 (3 failures, then success)", n)
+	}
+}
+
+// replayTestInput is an input with nothing running: the test plays the shard
+// readers by sending on out.
+func replayTestInput(replay bool) *kinesisInput {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &kinesisInput{conf: config{ReplayNacks: replay}, ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays()}
+}
+
+func replayTestBatch(data string) service.MessageBatch {
+	return service.MessageBatch{service.NewMessage([]byte(data))}
+}
+
+func replayTestRead(t *testing.T, in *kinesisInput) (string, service.AckFunc) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, ack, err := in.ReadBatch(ctx)
+	if err != nil {
+		t.Fatalf("ReadBatch: %v", err)
+	}
+	d, _ := b[0].AsBytes()
+	return string(d), ack
+}
+
+// TestDueReplayComesBeforeNewerBatches: once its pause is over, a rejected
+// batch comes before newer ones.
+func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
+	in := replayTestInput(true)
+	defer in.cancel()
+	go func() { in.out <- delivery{batch: replayTestBatch("old"), ack: func(error) {}} }()
+	d, ack := replayTestRead(t, in)
+	if d != "old" {
+		t.Fatalf("read %q", d)
+	}
+	_ = ack(context.Background(), errors.New("nack 1")) // replayed at once
+	d, ack = replayTestRead(t, in)
+	if d != "old" {
+		t.Fatalf("read %q, want the replay of old", d)
+	}
+	_ = ack(context.Background(), errors.New("nack 2")) // replayed after 50-100 ms
+	time.Sleep(150 * time.Millisecond)                  // the replay is due
+	go func() { in.out <- delivery{batch: replayTestBatch("new"), ack: func(error) {}} }()
+	if d, _ = replayTestRead(t, in); d != "old" {
+		t.Errorf("read %q before the due replay of old", d)
+	}
+}
+
+// TestReadBatchAfterEndHandsOutNoReplay: once its context or the input has
+// ended, ReadBatch hands out nothing, not even a replay that is due (Benthos
+// would drop a batch read after its soft stop without resolving it).
+func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
+	in := replayTestInput(true)
+	go func() { in.out <- delivery{batch: replayTestBatch("old"), ack: func(error) {}} }()
+	_, ack := replayTestRead(t, in)
+	_ = ack(context.Background(), errors.New("nack")) // due at once
+	in.cancel()                                       // as Close does
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b, _, err := in.ReadBatch(ctx)
+	if err == nil {
+		t.Errorf("ReadBatch after the input's end and with its context done handed out a batch of %d", len(b))
+	}
+}
+
+// TestPersistentRejectionHoldsShardAtLimit: a batch the output rejects every
+// time (a poison record) holds its shard within checkpoint.limit records past
+// the checkpoint. (The limit once counted only unacknowledged records, so the
+// shard read on without end behind it, keeping every acknowledged batch in
+// the tracker, and a restart delivered everything since the poison again.)
+func TestPersistentRejectionHoldsShardAtLimit(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	fakeProduce(t, srv, "orders", "r", 300, 7)
+	const limit = 20
+	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }")
+	out := &inputtest.Collector{}
+	out.Reject = func(b []inputtest.Got) bool {
+		for _, m := range b {
+			if m.Data == "r-0000005" {
+				return true
+			}
+		}
+		return false
+	}
+	p := inputtest.StartPipeline(t, conf, out)
+	eventually(3*time.Second, func() bool { return out.Count() > 10*limit })
+	p.Stop(t)
+	if n := out.Count(); n > limit {
+		t.Errorf("%d records after the always rejected r-0000005 were delivered, with checkpoint.limit %d: the shard was not held at the limit", n, limit)
+	}
+}
+
+// TestAckTrackerLimitCountsRecordsPastTheCheckpoint: batches acknowledged
+// behind an unacknowledged one still count against the limit, so the
+// tracker's queue stays within it; acknowledging the first frees them all.
+func TestAckTrackerLimitCountsRecordsPastTheCheckpoint(t *testing.T) {
+	tr := newAckTracker(10)
+	ctx := context.Background()
+	head, err := tr.Track(ctx, pos(0), 1) // rejected, replaying
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 9; i++ {
+		e, err := tr.Track(ctx, pos(i), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Ack(e, nil)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := tr.Track(tctx, pos(10), 1); err == nil {
+		t.Fatal("Track admitted an 11th record past the checkpoint with a limit of 10")
+	}
+	if got, moved := tr.Ack(head, nil); !moved || got != pos(9) {
+		t.Fatalf("acknowledging the first batch moved the checkpoint to %v (%v), want %v", got, moved, pos(9))
+	}
+	if _, err := tr.Track(ctx, pos(10), 10); err != nil {
+		t.Fatal(err)
+	}
+}
