@@ -2,14 +2,11 @@ package input
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
@@ -72,21 +69,8 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	logs := &inputtest.Logs{}
-	sb := service.NewStreamBuilder()
-	sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + inputtest.Indent(strings.TrimSpace(localInput(k, "later", t.TempDir(), "")), "  ")); err != nil {
-		t.Fatal(err)
-	}
 	out := &inputtest.Collector{}
-	if err := sb.AddBatchConsumerFunc(out.Consume); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(context.Background()) }()
+	p := inputtest.StartPipelineLogged(t, localInput(k, "later", t.TempDir(), ""), out, logs)
 
 	// Benthos retries a failed Connect with backoff (100 ms growing to 1 s,
 	// jittered by half): wait for four attempts, then check that no two of
@@ -113,20 +97,15 @@ func TestMissingStreamIsRetriedCalmly(t *testing.T) {
 	if strings.Contains(text, "goroutine ") || strings.Contains(text, "panic") {
 		t.Fatalf("stack trace in the logs:\n%s", text)
 	}
-	select {
-	case err := <-done:
+	if ended, err := p.Ended(); ended {
 		t.Fatalf("the pipeline ended: %v", err)
-	default:
 	}
 
 	client := k.Client()
 	inputtest.CreateStream(t, client, "later", 1)
 	want := inputtest.Produce(t, client, "later", "l", 20, 3)
 	out.WaitFor(t, len(want), time.Minute)
-	if err := s.StopWithin(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	p.Stop(t)
 	inputtest.CheckDelivery(t, out.All(), want, true)
 }
 

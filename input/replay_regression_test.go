@@ -3,7 +3,6 @@ package input
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,34 +51,14 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 		return nil
 	}
 
-	sb := service.NewStreamBuilder()
-	sb.SetLoggerYAML("level: warn")
-	if err := sb.AddInputYAML(Name + ":\n" + inputtest.Indent(strings.TrimSpace(conf), "  ")); err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.AddBatchConsumerFunc(consume); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sb.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(context.Background()) }()
+	p := inputtest.StartPipelineFunc(t, conf, consume, nil)
 	waitUntil(t, time.Minute, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) == len(want) && failures == 3
 	})
 	time.Sleep(300 * time.Millisecond) // a stray replay would show
-	if err := s.StopWithin(30 * time.Second); err != nil {
-		t.Errorf("stopping: %v", err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the pipeline did not stop")
-	}
+	p.Stop(t)
 	mu.Lock()
 	defer mu.Unlock()
 	for d := range want {

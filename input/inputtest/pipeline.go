@@ -28,6 +28,12 @@ func StartPipeline(t testing.TB, inputYAML string, out *Collector) *Pipeline {
 // info up, written to logs (nil: warnings and errors to stdout).
 func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io.Writer) *Pipeline {
 	t.Helper()
+	return StartPipelineFunc(t, inputYAML, out.Consume, logs)
+}
+
+// StartPipelineFunc is StartPipelineLogged with any function as the output.
+func StartPipelineFunc(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer) *Pipeline {
+	t.Helper()
 	sb := service.NewStreamBuilder()
 	if logs != nil {
 		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -37,7 +43,7 @@ func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io
 	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + Indent(strings.TrimSpace(inputYAML), "  ")); err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.AddBatchConsumerFunc(out.Consume); err != nil {
+	if err := sb.AddBatchConsumerFunc(consume); err != nil {
 		t.Fatal(err)
 	}
 	s, err := sb.Build()
@@ -48,6 +54,17 @@ func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io
 	go func() { p.done <- s.Run(context.Background()) }()
 	t.Cleanup(func() { p.Stop(t) })
 	return p
+}
+
+// Ended reports whether the pipeline has ended by itself, and with what.
+func (p *Pipeline) Ended() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err // keep it for Stop
+		return true, err
+	default:
+		return false, nil
+	}
 }
 
 // Stop stops the pipeline cleanly: the input stops reading, pending acks
