@@ -16,12 +16,8 @@ import (
 // freezes the checkpoint just before that batch for the life of the tracker:
 // the record is read again after a restart, never skipped.
 //
-// At most limit records are read past the checkpoint at once: records not
-// yet acknowledged, and acknowledged ones waiting behind an earlier batch (one
-// batch larger than the limit is admitted alone); Track blocks until there is
-// room. So a batch that is never acknowledged (a record the output keeps
-// rejecting) holds its shard within the limit, and the tracker's memory with
-// it. Batches detached by a freeze count only until they are resolved.
+// At most limit records are unacknowledged at once (one batch larger than the
+// limit is admitted alone); Track blocks until there is room.
 type ackTracker struct {
 	limit int
 
@@ -29,8 +25,6 @@ type ackTracker struct {
 	changed chan struct{} // closed and replaced whenever pending drops
 	pending int           // records handed out and not yet acknowledged
 	queue   []*tracked    // undetached batches in read order, not yet popped
-	queued  int           // records of the batches in queue
-	loose   int           // unresolved records of detached batches
 	last    *checkpoint.Position
 	frozen  bool // a batch was nacked: last never moves again
 }
@@ -55,7 +49,7 @@ func newAckTracker(limit int) *ackTracker {
 // tracker is full. It fails only when ctx ends.
 func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) (*tracked, error) {
 	t.mu.Lock()
-	for t.used() > 0 && t.used()+n > t.limit {
+	for t.pending > 0 && t.pending+n > t.limit {
 		changed := t.changed
 		t.mu.Unlock()
 		select {
@@ -70,16 +64,11 @@ func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) 
 	t.pending += n
 	if t.frozen {
 		e.detached = true
-		t.loose += n
 	} else {
 		t.queue = append(t.queue, e)
-		t.queued += n
 	}
 	return e, nil
 }
-
-// used is what counts against the limit.
-func (t *ackTracker) used() int { return t.queued + t.loose }
 
 // Grow extends e, the batch tracked last and not yet handed out, by n
 // records ending at pos, if that keeps the unacknowledged records within the
@@ -87,17 +76,12 @@ func (t *ackTracker) used() int { return t.queued + t.loose }
 func (t *ackTracker) Grow(e *tracked, pos checkpoint.Position, n int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.used()+n > t.limit || e.acked || e.nacked {
+	if t.pending+n > t.limit || e.acked || e.nacked {
 		return false
 	}
 	e.pos = pos
 	e.n += n
 	t.pending += n
-	if e.detached {
-		t.loose += n
-	} else {
-		t.queued += n
-	}
 	return true
 }
 
@@ -118,7 +102,6 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 		e.acked = true
 	}
 	if e.detached {
-		t.loose -= e.n
 		return checkpoint.Position{}, false
 	}
 	if e.nacked {
@@ -128,7 +111,6 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 	for len(t.queue) > 0 && t.queue[0].acked {
 		p := t.queue[0].pos
 		t.last = &p
-		t.queued -= t.queue[0].n
 		t.queue[0] = nil
 		t.queue = t.queue[1:]
 		moved = true
@@ -147,10 +129,6 @@ func (t *ackTracker) freezeAt(e *tracked) {
 		if q == e {
 			for _, later := range t.queue[i+1:] {
 				later.detached = true
-				t.queued -= later.n
-				if !later.acked && !later.nacked {
-					t.loose += later.n
-				}
 			}
 			t.queue = t.queue[:i+1]
 			return
