@@ -70,6 +70,14 @@ func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) 
 	return e, nil
 }
 
+// Room is how many records Track admits now without waiting; at least 1,
+// which waits for an empty tracker when nothing fits.
+func (t *ackTracker) Room() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return max(1, t.limit-t.pending)
+}
+
 // Grow extends e, the batch tracked last and not yet handed out, by n
 // records ending at pos, if that keeps the unacknowledged records within the
 // limit. It reports whether it did.

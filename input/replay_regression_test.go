@@ -134,59 +134,34 @@ func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
 	}
 }
 
-// TestPersistentRejectionHoldsShardAtLimit: a batch the output rejects every
-// time (a poison record) holds its shard within checkpoint.limit records past
-// the checkpoint. (The limit once counted only unacknowledged records, so the
-// shard read on without end behind it, keeping every acknowledged batch in
-// the tracker, and a restart delivered everything since the poison again.)
-func TestPersistentRejectionHoldsShardAtLimit(t *testing.T) {
+// TestPersistentRejectionDoesNotStopTheShard: behind a batch the output
+// rejects every time (a poison record), the shard reads and delivers on, and
+// its checkpoint stays before the rejected record.
+func TestPersistentRejectionDoesNotStopTheShard(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
-	fakeProduce(t, srv, "orders", "r", 300, 7)
-	const limit = 20
-	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }")
+	want := fakeProduce(t, srv, "orders", "r", 300, 7)
+	dir := t.TempDir()
+	conf := fakeYAML(srv, "orders", "{ dir: '"+dir+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }")
 	out := &inputtest.Collector{}
+	var poison inputtest.Got
+	rejected := 0
 	out.Reject = func(b []inputtest.Got) bool {
 		for _, m := range b {
 			if m.Data == "r-0000005" {
+				poison, rejected = m, len(b)
 				return true
 			}
 		}
 		return false
 	}
 	p := inputtest.StartPipeline(t, conf, out)
-	eventually(3*time.Second, func() bool { return out.Count() > 10*limit })
+	waitUntil(t, time.Minute, func() bool {
+		out.Lock()
+		defer out.Unlock()
+		return rejected > 0 && len(out.Msgs())+rejected == len(want)
+	})
 	p.Stop(t)
-	if n := out.Count(); n > limit {
-		t.Errorf("%d records after the always rejected r-0000005 were delivered, with checkpoint.limit %d: the shard was not held at the limit", n, limit)
-	}
-}
-
-// TestAckTrackerLimitCountsRecordsPastTheCheckpoint: batches acknowledged
-// behind an unacknowledged one still count against the limit, so the
-// tracker's queue stays within it; acknowledging the first frees them all.
-func TestAckTrackerLimitCountsRecordsPastTheCheckpoint(t *testing.T) {
-	tr := newAckTracker(10)
-	ctx := context.Background()
-	head, err := tr.Track(ctx, pos(0), 1) // rejected, replaying
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 9; i++ {
-		e, err := tr.Track(ctx, pos(i), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.Ack(e, nil)
-	}
-	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if _, err := tr.Track(tctx, pos(10), 1); err == nil {
-		t.Fatal("Track admitted an 11th record past the checkpoint with a limit of 10")
-	}
-	if got, moved := tr.Ack(head, nil); !moved || got != pos(9) {
-		t.Fatalf("acknowledging the first batch moved the checkpoint to %v (%v), want %v", got, moved, pos(9))
-	}
-	if _, err := tr.Track(ctx, pos(10), 10); err != nil {
-		t.Fatal(err)
+	if !inputtest.AfterCheckpoint(poison, inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))) {
+		t.Fatalf("the checkpoint passed the always rejected record %s (seq %s)", poison.Data, poison.Seq)
 	}
 }

@@ -235,17 +235,21 @@ func (r *shardReader) flush(ctx context.Context) error {
 }
 
 // emitRead emits the messages of one read, without a batch policy, in
-// batches of at most checkpoint.limit records, so that the limit also bounds
-// what a large read puts in flight.
+// batches no larger than the tracker's room (so at most checkpoint.limit
+// records), so that the limit also bounds what a large read puts in flight.
 func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, positions []checkpoint.Position) error {
-	limit := r.s.in.conf.CheckpointLimit
-	for start := 0; start < len(msgs); start += limit {
-		end := min(start+limit, len(msgs))
+	for start := 0; start < len(msgs); {
+		// A batch no larger than the room left is admitted at once. Waiting
+		// for room for a larger one could wait for ever: the records in
+		// flight may be held by an output batching by count, for records that
+		// only this read can give it.
+		end := min(start+r.tracker.Room(), len(msgs))
 		// Only the read's last batch may take in later reads: they must
 		// follow every record of this one.
 		if err := r.emit(ctx, msgs[start:end], positions[end-1], end-start, end == len(msgs)); err != nil {
 			return err
 		}
+		start = end
 	}
 	return nil
 }

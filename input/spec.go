@@ -85,7 +85,7 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 ### Acknowledgements
 
-At most `+"`checkpoint.limit`"+` records per shard are read past its checkpoint: records not yet acknowledged, and acknowledged ones behind an earlier record that is not (a batch of a `+"`batching`"+` policy larger than the limit is let through alone). The shard's reading pauses until acknowledgements move the checkpoint, so a record that keeps failing holds its shard within the limit, and a restart delivers at most that many records again. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
+At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a read is split to fit the room left; a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. Records acknowledged behind one that is not free their room at once: an output that batches by count without a period may hold records until more arrive, and the shard must stay free to send them. Keep such an output's batch count within `+"`checkpoint.limit`"+`, or give it a period: a shard's children are read only once all of its records are acknowledged, so records held at a shard's end would wait for ever on a stream with a single open shard. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
 
 ### Metadata
 
@@ -194,7 +194,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Description("The directory of the embedded checkpoint store (single instance). Empty: `"+defaultCheckpointDir+"`.").
 					Default(""),
 				service.NewIntField(fCheckpointLimit).
-					Description("The most records per shard read past its checkpoint (not yet acknowledged, or acknowledged behind one that is not); reading the shard pauses at this limit.").
+					Description("The most unacknowledged records per shard; reading the shard pauses at this limit.").
 					Default(1024),
 				service.NewDurationField(fCheckpointCommitPeriod).
 					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
@@ -212,7 +212,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 			service.NewBatchPolicyField(fBatching).
 				Description("How records of one shard are grouped into Benthos batches. Empty: each read (a GetRecords response or a fan-out event) becomes a batch of at most `checkpoint.limit` records, and while the pipeline is busy the shard's next reads join the batch waiting for it, up to that limit."),
 			service.NewBoolField(service.AutoRetryNacksToggleFieldName).
-				Description("Deliver a batch that the pipeline rejects (nacks) again, after a pause that grows with its rejections (none the first time, then 100 ms doubling to 5 s) and once due before newer batches, until it is acknowledged; when the error names the failed messages only those come again. A persistent failure holds its shard within `checkpoint.limit`. When false a rejected batch is not delivered again in this run, and its shard's checkpoint stays before it, so it is read again after a restart.").
+				Description("Deliver a batch that the pipeline rejects (nacks) again, after a pause that grows with its rejections (none the first time, then 100 ms doubling to 5 s) and once due before newer batches, until it is acknowledged; when the error names the failed messages only those come again. The shard reads on meanwhile, and its checkpoint stays before the rejected records. When false a rejected batch is not delivered again in this run, and its shard's checkpoint stays before it, so it is read again after a restart.").
 				Default(true),
 		).
 		LintRule(`root = match {
