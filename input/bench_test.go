@@ -65,9 +65,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
@@ -433,37 +431,9 @@ func (f *benchFake) pollShard(ctx context.Context, client *kinesis.Client, strea
 	return nil
 }
 
-// subscribeShard reads a shard with one subscription. Each call gets a
-// protocol of its own: the client's shared one races between streams (see
-// the kinesisfake package doc).
+// subscribeShard reads a shard with one subscription, the bare SDK way.
 func (f *benchFake) subscribeShard(ctx context.Context, client *kinesis.Client, stream, shardID string, want int, seen func([]types.Record)) error {
-	out, err := client.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{
-		ConsumerARN:      aws.String(f.consumers[stream]),
-		ShardId:          aws.String(shardID),
-		StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon},
-	}, func(o *kinesis.Options) { o.Protocol = awsjson.New11(schemas.Kinesis_20131202) })
-	if err != nil {
-		return err
-	}
-	events := out.GetStream()
-	defer events.Close()
-	for got := 0; got < want; {
-		var ev types.SubscribeToShardEventStream
-		var ok bool
-		select {
-		case ev, ok = <-events.Events():
-		case <-ctx.Done():
-			return fmt.Errorf("shard %s after %d records: %w", shardID, got, ctx.Err())
-		}
-		if !ok {
-			return fmt.Errorf("shard %s: subscription ended after %d records: %v", shardID, got, events.Err())
-		}
-		if e, isEvent := ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent); isEvent && len(e.Value.Records) > 0 {
-			seen(e.Value.Records)
-			got += len(e.Value.Records)
-		}
-	}
-	return nil
+	return kinesisfake.SubscribeFromStart(ctx, client, f.consumers[stream], shardID, want, seen)
 }
 
 func (f *benchFake) inputPolling(b *testing.B, timed bool) benchRead {

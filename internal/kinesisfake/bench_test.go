@@ -75,7 +75,7 @@ func BenchmarkSubscribeToShard(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for range b.N {
-				out, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: aws.String("shardId-000000000000"), StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon}}, ownProtocol)
+				out, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: aws.String("shardId-000000000000"), StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon}}, OwnProtocol)
 				must(b, err)
 				es := out.GetStream()
 				n := 0

@@ -128,10 +128,8 @@
 //   - The SDK decodes event streams with state kept in the client's protocol
 //     value, shared by every SubscribeToShard stream of one client: reading
 //     two streams at once is a data race (go test -race). Give each call its
-//     own protocol, e.g.
-//     func(o *kinesis.Options) { o.Protocol = awsjson.New11(schemas.Kinesis_20131202) }
-//     (packages smithy-go/transport/http/protocol/awsjson and
-//     kinesis/schemas), or use one client per subscription.
+//     own protocol (the option OwnProtocol), or use one client per
+//     subscription.
 //   - Over HTTP/1.1 the SDK reports a connection lost mid-stream as a clean
 //     end of the event stream (Err() is nil); over HTTP/2 it is an error.
 //

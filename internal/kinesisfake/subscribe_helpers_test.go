@@ -8,9 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 )
 
 // subscribe calls SubscribeToShard and closes the stream at the end of the
@@ -22,7 +20,7 @@ import (
 // client race on it (go test -race reports it).
 func subscribe(t testing.TB, c *kinesis.Client, consumerARN, shard string, pos types.StartingPosition) (*kinesis.SubscribeToShardEventStream, error) {
 	t.Helper()
-	out, err := c.SubscribeToShard(testCtx(t), &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard), StartingPosition: &pos}, ownProtocol)
+	out, err := c.SubscribeToShard(testCtx(t), &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard), StartingPosition: &pos}, OwnProtocol)
 	if err != nil {
 		return nil, err
 	}
@@ -145,5 +143,3 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-func ownProtocol(o *kinesis.Options) { o.Protocol = awsjson.New11(schemas.Kinesis_20131202) }
