@@ -25,6 +25,7 @@ const (
 	metaArrival         = "kinesis_arrival_timestamp"
 	metaMillisBehind    = "kinesis_millis_behind_latest"
 	metaDeaggError      = "kinesis_deaggregation_error"
+	metaOutOfRange      = "kinesis_hash_key_out_of_range"
 )
 
 // converter turns the Kinesis records of one shard into Benthos messages and
@@ -41,11 +42,17 @@ type converter struct {
 	log         *service.Logger
 	deaggregate bool
 
-	// hashRange is the shard's hash key range; after a reshard, user records
-	// of an aggregate whose hash key lies outside it belong to another shard
-	// and are dropped, as Kinesis consumers must. Unknown: no filtering.
+	// hashRange is the shard's hash key range. A user record of an aggregate
+	// whose hash key lies outside it is delivered all the same, flagged: a
+	// Kinesis record is stored in one shard only, so no other shard has it.
+	// Aggregators other than the KPL mix keys in one aggregate, and any
+	// aggregate read after a reshard may hold keys of a sibling shard.
+	// Unknown: nothing is flagged.
 	hashRange    kpl.HashKeyRange
 	hasHashRange bool
+	// outOfRange is told of the first user record out of the shard's range
+	// (to warn once per shard) and counts every one.
+	outOfRange func(seq string, sub uint64, key string)
 
 	// skip: when resuming inside an aggregated record, the user records up to
 	// and including skipSub of record skipSeq were already acknowledged.
@@ -67,7 +74,14 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 		if r, err := kpl.ParseHashKeyRange(info.hashLow, info.hashHigh); err == nil {
 			c.hashRange, c.hasHashRange = r, true
 		} else {
-			c.log.Warnf("stream %s shard %s: hash key range %s-%s: %v; aggregated records are not filtered by it", s.name, info.id, info.hashLow, info.hashHigh, err)
+			c.log.Warnf("stream %s shard %s: hash key range %s-%s: %v; user records of aggregates are not checked against it", s.name, info.id, info.hashLow, info.hashHigh, err)
+		}
+	}
+	c.outOfRange = func(seq string, sub uint64, key string) {
+		c.metrics.outOfRange.Incr(1, c.stream, c.shardID)
+		if s.warnOutOfRange(info.id) {
+			c.log.Warnf("stream %s shard %s: user record %d of aggregate %s has hash key %s, outside the shard's range %s-%s: its producer mixes keys of several shards in one aggregate (as the kinesis-aggregation libraries do). Such records are delivered all the same, with metadata %s: true; this is said once per shard",
+				s.name, info.id, sub, seq, key, info.hashLow, info.hashHigh, metaOutOfRange)
 		}
 	}
 	if resume != nil && resume.Partial {
@@ -132,14 +146,14 @@ func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq str
 		if skip && u.SubSequence <= skipSub {
 			continue
 		}
-		if c.hasHashRange {
-			hk, err := u.HashKey()
-			if err == nil && !c.hashRange.Contains(hk) {
-				continue // belongs to another shard since a reshard
-			}
-		}
 		m := c.message(rec, u.Data, u.PartitionKey, seqMeta, millis)
 		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
+		if c.hasHashRange {
+			if hk, err := u.HashKey(); err == nil && !c.hashRange.Contains(hk) {
+				m.MetaSetMut(metaOutOfRange, true)
+				c.outOfRange(seq, u.SubSequence, hk.String())
+			}
+		}
 		if u.ExplicitHashKey != "" {
 			m.MetaSetMut(metaExplicitHashKey, u.ExplicitHashKey)
 		}

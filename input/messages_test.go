@@ -33,7 +33,10 @@ func aggregate(t *testing.T, keys ...string) []byte {
 	return agg.Data
 }
 
-func TestConverterDropsUserRecordsOfOtherShards(t *testing.T) {
+// A Kinesis record is stored in one shard only: user records of an aggregate
+// whose hash key lies outside the shard (aggregators other than the KPL mix
+// keys) exist nowhere else. Before the fix they were dropped, and lost.
+func TestConverterDeliversUserRecordsOutsideTheShardFlagged(t *testing.T) {
 	// The lower half of the hash key space, as after a split.
 	info := shardInfo{id: "shardId-000000000001", hashLow: "0", hashHigh: "170141183460469231731687303715884105727"}
 	var low, high string
@@ -48,17 +51,47 @@ func TestConverterDropsUserRecordsOfOtherShards(t *testing.T) {
 	c := testConverter(t, info, nil)
 	msgs, last, n := c.convert(shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), Data: aggregate(t, low, high, low, high)},
+		{SequenceNumber: aws.String("11"), Data: aggregate(t, high)},
 	}})
-	if n != 2 || len(msgs) != 2 {
-		t.Fatalf("%d messages, want the 2 user records of this shard", len(msgs))
+	if n != 5 || len(msgs) != 5 {
+		t.Fatalf("%d messages, want all 5 user records", len(msgs))
 	}
-	for _, m := range msgs {
-		if pk, _ := m.MetaGet(metaPartitionKey); pk != low {
-			t.Fatalf("delivered a user record of key %s, which hashes outside the shard", pk)
+	for i, m := range msgs {
+		pk, _ := m.MetaGet(metaPartitionKey)
+		flag, flagged := m.MetaGetMut(metaOutOfRange)
+		if want := pk == high; flagged != want || (flagged && flag != true) {
+			t.Errorf("message %d (key %s): %s = %v (set %v), want set %v", i, pk, metaOutOfRange, flag, flagged, want)
 		}
 	}
-	if last != (checkpoint.Position{Sequence: "10", SubSequence: 2, Partial: true}) {
-		t.Fatalf("last position %+v: the aggregate's last user record (3) was dropped, so the position is inside it", last)
+	want := []checkpoint.Position{
+		{Sequence: "10", SubSequence: 0, Partial: true}, {Sequence: "10", SubSequence: 1, Partial: true},
+		{Sequence: "10", SubSequence: 2, Partial: true}, {Sequence: "10", SubSequence: 3},
+		{Sequence: "11", SubSequence: 0},
+	}
+	if fmt.Sprint(c.positions) != fmt.Sprint(want) || last != want[4] {
+		t.Fatalf("positions %+v (last %+v), want %+v", c.positions, last, want)
+	}
+}
+
+// A resume inside an aggregate skips exactly the acknowledged user records,
+// also when they (or the ones after them) lie outside the shard's range.
+func TestConverterResumesInsideAggregateOfForeignKeys(t *testing.T) {
+	info := shardInfo{id: "shardId-000000000001", hashLow: "0", hashHigh: "170141183460469231731687303715884105727"}
+	var keys []string
+	for i := 0; len(keys) < 6; i++ {
+		keys = append(keys, fmt.Sprint("k", i))
+	}
+	c := testConverter(t, info, &checkpoint.Position{Sequence: "10", SubSequence: 2, Partial: true})
+	msgs, _, _ := c.convert(shard.Batch{Records: []types.Record{
+		{SequenceNumber: aws.String("10"), Data: aggregate(t, keys...)},
+	}})
+	var got []string
+	for _, m := range msgs {
+		b, _ := m.AsBytes()
+		got = append(got, string(b))
+	}
+	if fmt.Sprint(got) != "[3 4 5]" {
+		t.Fatalf("delivered %v, want user records 3, 4 and 5", got)
 	}
 }
 

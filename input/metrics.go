@@ -14,6 +14,7 @@ type metrics struct {
 	subscriptions  *service.MetricCounter // stream, shard
 	resubscribes   *service.MetricCounter // stream, shard
 	subscribeErrs  *service.MetricCounter // stream, shard, class
+	outOfRange     *service.MetricCounter // stream, shard
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -28,5 +29,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		subscriptions:  m.NewCounter("kinesis_subscriptions", "stream", "shard"),
 		resubscribes:   m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
 		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
+		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
 	}
 }

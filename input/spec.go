@@ -97,12 +97,13 @@ Each message carries:
 - kinesis_sequence_number
 - kinesis_sub_sequence_number: the index of a user record inside a KPL aggregated record (aggregated records only)
 - kinesis_explicit_hash_key: a user record's explicit hash key, when its producer set one (aggregated records only)
+- kinesis_hash_key_out_of_range: true on a user record of an aggregate whose hash key lies outside the shard's hash key range (aggregated records only)
 - kinesis_arrival_timestamp: RFC 3339
 - kinesis_millis_behind_latest: how far the read was behind the tip of the shard when the record was read
 
 ### KPL aggregated records
 
-With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer Library as an aggregate becomes one message per user record, with the user record's partition key. Checkpoints hold the sub-sequence number: a restart inside an aggregate resumes at that record and skips the user records already acknowledged. After a reshard, user records whose hash key lies outside the shard's range are dropped (they are read from the shard that owns them). A corrupt aggregate (bad MD5 digest, broken protobuf) is delivered whole as one message flagged with an error (see `+"`errored()`"+` and the `+"`catch`"+` processor), with metadata kinesis_deaggregation_error saying why; it is logged once and never dropped.
+With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer Library as an aggregate becomes one message per user record, with the user record's partition key. Checkpoints hold the sub-sequence number: a restart inside an aggregate resumes at that record and skips the user records already acknowledged. Every user record is delivered, also one whose hash key lies outside the shard's range: the KPL aggregates only records bound for one shard, but other aggregators (the kinesis-aggregation libraries, producers that route an aggregate by one explicit hash key) mix keys, and after a reshard an aggregate may hold keys of a sibling shard. A Kinesis record is stored in one shard only, so no other shard delivers such a user record; it carries the metadata kinesis_hash_key_out_of_range: true, is counted in kinesis_hash_key_out_of_range, and the first one of a shard is logged as a warning. A corrupt aggregate (bad MD5 digest, broken protobuf) is delivered whole as one message flagged with an error (see `+"`errored()`"+` and the `+"`catch`"+` processor), with metadata kinesis_deaggregation_error saying why; it is logged once and never dropped.
 
 ### Metrics
 
@@ -113,6 +114,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, retryable, fatal)
+- kinesis_hash_key_out_of_range: user records of aggregates whose hash key lies outside their shard's range, per stream and shard
 `).
 		Fields(
 			service.NewStringListField(fStreams).

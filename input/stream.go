@@ -59,6 +59,17 @@ type streamReader struct {
 	// rediscover asks the run loop for a discovery at once: a child was
 	// learnt whose other parent is not known yet.
 	rediscover bool
+
+	// outOfRangeWarned holds the shards whose aggregates were found to hold
+	// user records of another shard's hash key range: said once per shard.
+	outOfRangeWarned sync.Map
+}
+
+// warnOutOfRange reports whether the shard's first user record outside its
+// hash key range is being seen now.
+func (s *streamReader) warnOutOfRange(shardID string) bool {
+	_, seen := s.outOfRangeWarned.LoadOrStore(shardID, true)
+	return !seen
 }
 
 // shardEvent reports the end of a shard reader.
