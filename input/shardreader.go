@@ -196,7 +196,7 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	}
 	msgs, _, n := r.conv.convert(b)
 	if n == 0 {
-		return nil // nothing to hand over: e.g. an empty aggregate, or sub-records of another shard
+		return nil // nothing to hand over: e.g. an empty aggregate, or one whose acknowledged user records were skipped
 	}
 	if r.batcher == nil {
 		return r.emitRead(ctx, msgs, slices.Clone(r.conv.positions))
