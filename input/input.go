@@ -47,6 +47,9 @@ type kinesisInput struct {
 	connected bool
 	store     checkpoint.Store
 	streams   []*streamReader
+	// seen is when each stream (by name) was first seen, kept across
+	// failed Connect attempts: start_from latest is pinned to it.
+	seen map[string]time.Time
 }
 
 func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, error) {
@@ -137,9 +140,11 @@ func (in *kinesisInput) where(cfg aws.Config) string {
 // names the stream.
 func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Client, ref streamRef, where string) (*streamReader, error) {
 	s := &streamReader{in: in, name: ref.Name, client: client}
+	at := time.Now()
 	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
 		c := in.conf.EFO.ConsumerARNs[ref.Name]
 		s.arn = c.StreamARN
+		s.seen = in.firstSeen(ref.Name, at)
 		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
 		return s, nil
 	}
@@ -148,6 +153,10 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		return nil, err
 	}
 	s.arn, s.created = desc.arn, desc.created
+	s.seen = in.firstSeen(ref.Name, at)
+	s.describe = func(ctx context.Context) (streamDescription, error) {
+		return describeStream(ctx, client, ref, where)
+	}
 	if in.conf.Reader == readerPolling {
 		s.pub = polling.New(client, s.arn, polling.Options{
 			Interval: in.conf.PollingInterval,
@@ -187,6 +196,19 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	}
 	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
 	return s, nil
+}
+
+// firstSeen returns when the stream was first seen: at, unless an earlier
+// Connect attempt saw it first.
+func (in *kinesisInput) firstSeen(name string, at time.Time) time.Time {
+	if in.seen == nil {
+		in.seen = map[string]time.Time{}
+	}
+	if first, ok := in.seen[name]; ok {
+		return first
+	}
+	in.seen[name] = at
+	return at
 }
 
 // efoPublisher returns the fan-out publisher of a stream. With reregister

@@ -2,13 +2,16 @@ package input
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
@@ -75,5 +78,99 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 		cp := h2.s.state.Shards["shardId-000000000000"]
 		h2.s.mu.Unlock()
 		t.Fatalf("the recreated stream's records were never read (got %q); its shardId-000000000000 carries the old stream's checkpoint %+v", got, cp)
+	}
+}
+
+// recreate deletes the fake's stream and creates it again with shards shards.
+func recreate(t *testing.T, srv *kinesisfake.Server, stream string, shards int) {
+	t.Helper()
+	if err := srv.DeleteStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return srv.CreateStream(stream, shards) == nil })
+}
+
+// TestRecreatedWhileRunningKeepsNewCheckpoints: a stream deleted and created
+// again while the input runs is read afresh; its checkpoints must then
+// survive a clean restart. Before the fix, reset kept the old stream's
+// creation time in the saved state, so the next start took the new stream's
+// checkpoints for an older stream's and dropped them: with trim_horizon every
+// acknowledged record of the new stream came again; with latest the records
+// written while the input was stopped were never read.
+func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
+	for _, startFrom := range []string{"trim_horizon", "latest"} {
+		t.Run(startFrom, func(t *testing.T) {
+			t.Parallel()
+			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			dir := t.TempDir()
+			conf := strings.Replace(fakeInput(srv, "orders", dir, "reader: polling\nshard_discovery_interval: 1s"),
+				"start_from: trim_horizon", "start_from: "+startFrom, 1)
+			arn := srv.StreamARN("orders")
+
+			out := &inputtest.Collector{}
+			p := inputtest.StartPipeline(t, conf, out)
+			// With latest, records count once the start is pinned and saved.
+			waitUntil(t, 20*time.Second, func() bool { return len(inputtest.ReadCheckpointsUnlocked(t, dir, arn).Shards) > 0 })
+			want := fakeProduce(t, srv, "orders", "old", 5, 2)
+			out.WaitFor(t, len(want), 30*time.Second)
+
+			recreate(t, srv, "orders", 1)
+			// Everything of the new stream is read, whatever start_from says:
+			// all of it was written after the input first saw the name.
+			newer := fakeProduce(t, srv, "orders", "new", 5, 2)
+			maps.Copy(want, newer)
+			p.StopWhen(t, out, len(want), 30*time.Second)
+			inputtest.CheckDelivery(t, out.All(), want, true)
+
+			// Written while the input is stopped: must be read after the restart.
+			stopped := fakeProduce(t, srv, "orders", "stopped", 5, 2)
+			out2 := &inputtest.Collector{}
+			p2 := inputtest.StartPipeline(t, conf, out2)
+			p2.StopWhen(t, out2, len(stopped), 30*time.Second)
+			inputtest.CheckDelivery(t, out2.All(), stopped, true)
+		})
+	}
+}
+
+// TestChildrenOfTheOldStreamAreIgnored: a reader of the stream before a
+// reset (deleted and created again) may report the end of its shard just
+// after the reset. Before the fix its children were adopted into the new
+// stream's state: pinned, and read as shards of the new stream (or, with an
+// id the new stream also has, started before their time).
+func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
+	in, err := newTestInput(t, "streams: [orders]\nreader: polling\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := checkpoint.OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	in.store = store
+	s := &streamReader{in: in, name: "orders", arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
+	if err := s.load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.running["shardId-000000000000"] = func() {}
+	if err := s.reset(t.Context()); err != nil { // no describe: as with registration none
+		t.Fatal(err)
+	}
+	child := shardInfo{id: "shardId-000000000001", parents: []string{"shardId-000000000000"}}
+	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: 0, ended: true, children: []shardInfo{child}})
+	if _, ok := s.shards[child.id]; ok {
+		t.Fatal("a child reported by a reader of the old stream was adopted by the new one")
+	}
+	if _, ok := s.state.Shards[child.id]; ok {
+		t.Fatal("a child reported by a reader of the old stream was pinned in the new one's state")
+	}
+	if len(s.running) != 0 {
+		t.Fatal("the old reader is still counted as running")
+	}
+	// The same event of the current state is adopted.
+	s.running["shardId-000000000000"] = func() {}
+	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.epoch, ended: true, children: []shardInfo{child}})
+	if _, ok := s.state.Shards[child.id]; !ok {
+		t.Fatal("a child reported by a current reader was not pinned")
 	}
 }

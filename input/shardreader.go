@@ -67,7 +67,7 @@ func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, e
 
 // run reads the shard until it ends or ctx ends.
 func (r *shardReader) run(ctx context.Context) shardEvent {
-	ev := shardEvent{shardID: r.info.id}
+	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
 	log := r.s.in.log
 	start, err := r.cp.Resume()
 	if err != nil { // load validated every stored start; this is a bug
@@ -316,7 +316,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 // finish completes a shard that was read to its end: once every record is
 // acknowledged it commits the end, then reports the children.
 func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
-	ev := shardEvent{shardID: r.info.id}
+	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
 	if r.batcher != nil {
 		if err := r.flush(ctx); err != nil {
 			return ev

@@ -81,7 +81,7 @@ Shards are discovered with ListShards (all pages) when the input starts and ever
 
 The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a directory, replaced atomically on every commit (written, fsynced, renamed), so a crash at any moment leaves the last committed positions readable. It serves one instance: a second process using the same directory for the same stream is refused. When `+"`checkpoint.dir`"+` is not set the store is the directory `+"`"+defaultCheckpointDir+"`"+` under the working directory: positions are never kept only in memory.
 
-`+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning.
+`+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning. A stream deleted and created again under the same name (found by its creation time, or by a shard id that starts at another sequence number) drops the old checkpoints, with a warning, and is read afresh: `+"`latest`"+` then reads the new stream from its beginning, since all of it was written after the input first saw the name; the new checkpoints are kept across restarts.
 
 ### Acknowledgements
 

@@ -27,6 +27,13 @@ type streamReader struct {
 	// deregister is the consumer ARN to deregister at a clean close
 	// (efo.deregister_on_close), or empty.
 	deregister string
+	// seen is when the input first saw the stream (described it, or with
+	// registration none started on it): start_from latest is pinned to it,
+	// so records written while the first shard listing is retried are read.
+	seen time.Time
+	// describe describes the stream again, for the creation time of a stream
+	// found deleted and created again; nil with registration none.
+	describe func(context.Context) (streamDescription, error)
 
 	// events from shard readers to the run loop.
 	events chan shardEvent
@@ -52,6 +59,11 @@ type streamReader struct {
 	// first pin applies start_from, later ones start new shards at their
 	// beginning.
 	fresh bool
+	// recreated is set with fresh when the checkpoints were of an earlier
+	// stream of the same name: every record of the new stream was written
+	// after the input first saw the name, so start_from latest reads it from
+	// its beginning.
+	recreated bool
 	// unpinned is set while pinned starts are not yet saved: no shard is
 	// read until they are, or a crash could re-pin latest later and skip what
 	// arrived in between.
@@ -75,6 +87,7 @@ func (s *streamReader) warnOutOfRange(shardID string) bool {
 // shardEvent reports the end of a shard reader.
 type shardEvent struct {
 	shardID  string
+	epoch    int         // of the state the reader read for
 	ended    bool        // the shard was read to its end and that end committed
 	children []shardInfo // from the end of the shard, possibly empty
 }
@@ -86,10 +99,12 @@ func (s *streamReader) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading checkpoints of stream %s: %w", s.name, err)
 	}
+	recreated := false
 	if !st.Created.IsZero() && !s.created.IsZero() && !st.Created.Equal(s.created) {
-		s.in.log.Warnf("stream %s was created at %v, but its checkpoints are of a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and reading starts from start_from",
-			s.name, s.created.UTC(), st.Created.UTC())
+		s.in.log.Warnf("stream %s was created at %v, but its checkpoints are of a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
+			s.name, s.created.UTC(), st.Created.UTC(), s.restartsFrom())
 		st.Shards = map[string]checkpoint.Checkpoint{}
+		recreated = true
 	}
 	for id, cp := range st.Shards {
 		if _, err := cp.Resume(); err != nil {
@@ -106,6 +121,10 @@ func (s *streamReader) load(ctx context.Context) error {
 		}
 	}
 	s.fresh = len(st.Shards) == 0
+	s.recreated = recreated
+	if s.seen.IsZero() {
+		s.seen = time.Now()
+	}
 	s.events = make(chan shardEvent)
 	s.shards = map[string]shardInfo{}
 	s.running = map[string]context.CancelFunc{}
@@ -138,16 +157,26 @@ func (s *streamReader) run(ctx context.Context) {
 			}
 			timer.Reset(wait)
 		case ev := <-s.events:
-			delete(s.running, ev.shardID)
-			if ev.ended {
-				s.adopt(ctx, ev.children)
-			}
+			s.readerEnded(ctx, ev)
 		}
 		if s.rediscover {
 			s.rediscover = false
 			timer.Reset(0)
 		}
 		s.schedule(ctx, &wg)
+	}
+}
+
+// readerEnded handles the end of a shard reader. A reader of the state
+// before a reset (the stream was deleted and created again) ended a shard of
+// the old stream: its children are none of the new stream's business.
+func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
+	delete(s.running, ev.shardID)
+	s.mu.Lock()
+	stale := ev.epoch != s.epoch
+	s.mu.Unlock()
+	if ev.ended && !stale {
+		s.adopt(ctx, ev.children)
 	}
 }
 
@@ -162,8 +191,10 @@ func (s *streamReader) discover(ctx context.Context) error {
 	for _, sh := range listed {
 		fresh[sh.id] = sh
 	}
-	if s.recreated(fresh) {
-		s.reset()
+	if s.reused(fresh) {
+		if err := s.reset(ctx); err != nil {
+			return err
+		}
 	}
 	for id, sh := range s.shards {
 		if _, ok := fresh[id]; ok {
@@ -206,37 +237,60 @@ func (s *streamReader) discover(ctx context.Context) error {
 	return s.pin(ctx, listed)
 }
 
-// recreated reports whether the listed shards are of a stream created again
+// reused reports whether the listed shards are of a stream created again
 // since the checkpoints were written: a shard id reused with another starting
 // sequence number. (It is the only sign with registration none, which never
 // describes the stream.)
-func (s *streamReader) recreated(listed map[string]shardInfo) bool {
+func (s *streamReader) reused(listed map[string]shardInfo) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, cp := range s.state.Shards {
 		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.startSeq != "" && cp.ShardStart != sh.startSeq {
-			s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and reading starts from start_from",
-				s.name, id, sh.startSeq, cp.ShardStart)
+			s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
+				s.name, id, sh.startSeq, cp.ShardStart, s.restartsFrom())
 			return true
 		}
 	}
 	return false
 }
 
+// restartsFrom says where a stream found created again is read from.
+func (s *streamReader) restartsFrom() string {
+	if s.in.conf.StartFrom == startLatest {
+		return "the new stream is read from its beginning (all of it was written after the input first started on the name)"
+	}
+	return "the new stream is read from start_from"
+}
+
 // reset drops every checkpoint and stops every reader: the stream is a new
-// one under an old name. Readers of the old one can no longer touch the state.
-func (s *streamReader) reset() {
+// one under an old name. Readers of the old one can no longer touch the
+// state. The saved state takes the new stream's creation time, so that the
+// next start keeps the new checkpoints instead of dropping them as a
+// stream's of another creation time.
+func (s *streamReader) reset(ctx context.Context) error {
+	created := time.Time{}
+	if s.describe != nil {
+		desc, err := s.describe(ctx)
+		if err != nil {
+			return fmt.Errorf("stream %s was deleted and created again; describing the new one: %w", s.name, err)
+		}
+		created = desc.created
+	}
 	for _, cancel := range s.running {
 		cancel()
 	}
 	s.mu.Lock()
 	s.state.Shards = map[string]checkpoint.Checkpoint{}
+	s.state.Created = created
+	s.created = created
 	s.endsSaved = map[string]bool{}
 	s.epoch++
 	s.dirty = true
 	s.mu.Unlock()
 	s.shards = map[string]shardInfo{}
 	s.fresh = true
+	s.recreated = true
+	return nil
 }
 
 // adopt records child shards learnt at the end of a parent, so that they are
@@ -270,7 +324,9 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	if s.fresh {
 		switch s.in.conf.StartFrom {
 		case startLatest:
-			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: time.Now()})
+			if !s.recreated {
+				start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.seen})
+			}
 		case startAtTimestamp:
 			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
 		}
@@ -296,6 +352,7 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	}
 	s.unpinned = false
 	s.fresh = false
+	s.recreated = false
 	return nil
 }
 
