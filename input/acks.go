@@ -17,25 +17,42 @@ import (
 // the record is read again after a restart, never skipped.
 //
 // At most limit records are unacknowledged at once (one batch larger than the
-// limit is admitted alone); Track blocks until there is room.
+// limit is admitted alone); Track blocks until there is room. With strict,
+// at most one batch is: Track blocks until every earlier one is resolved.
+//
+// Memory stays proportional to the unacknowledged batches, not to what was
+// read: acknowledged neighbours in the queue are merged into one entry, so a
+// batch that stays unacknowledged (a record the output keeps rejecting while
+// it is replayed) does not make every later batch stay queued behind it.
 type ackTracker struct {
-	limit int
+	limit  int
+	strict bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever pending drops
 	pending int           // records handed out and not yet acknowledged
-	queue   []*tracked    // undetached batches in read order, not yet popped
-	last    *checkpoint.Position
-	frozen  bool // a batch was nacked: last never moves again
+	// The undetached batches in read order, not yet popped, as a doubly
+	// linked list; never two acknowledged entries side by side.
+	head, tail *tracked
+	entries    int
+	// behind counts the records read past the checkpoint, acknowledged or
+	// not, detached included: all of them come again after a restart.
+	behind int
+	last   *checkpoint.Position
+	frozen bool // a batch was nacked: last never moves again
 }
 
-// tracked is one batch in flight.
+// tracked is one batch in flight, or (once acknowledged) a run of
+// acknowledged batches ending at pos.
 type tracked struct {
 	pos      checkpoint.Position // of the batch's last record
-	n        int
+	n        int                 // records of the batch
+	span     int                 // records the entry stands for: n, plus merged runs before it
 	acked    bool
 	nacked   bool
 	detached bool // behind a nacked batch: only counted, never checkpointed
+
+	prev, next *tracked
 }
 
 func newAckTracker(limit int) *ackTracker {
@@ -45,11 +62,19 @@ func newAckTracker(limit int) *ackTracker {
 	return &ackTracker{limit: limit, changed: make(chan struct{})}
 }
 
+// full reports whether a batch of n records must wait. Must hold t.mu.
+func (t *ackTracker) full(n int) bool {
+	if t.strict {
+		return t.pending > 0
+	}
+	return t.pending > 0 && t.pending+n > t.limit
+}
+
 // Track registers a batch of n records ending at pos, waiting while the
 // tracker is full. It fails only when ctx ends.
 func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) (*tracked, error) {
 	t.mu.Lock()
-	for t.pending > 0 && t.pending+n > t.limit {
+	for t.full(n) {
 		changed := t.changed
 		t.mu.Unlock()
 		select {
@@ -60,21 +85,55 @@ func (t *ackTracker) Track(ctx context.Context, pos checkpoint.Position, n int) 
 		t.mu.Lock()
 	}
 	defer t.mu.Unlock()
-	e := &tracked{pos: pos, n: n}
+	return t.track(pos, n), nil
+}
+
+// TryTrack registers a batch as Track does if that needs no wait; else it
+// returns nil.
+func (t *ackTracker) TryTrack(pos checkpoint.Position, n int) *tracked {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.full(n) {
+		return nil
+	}
+	return t.track(pos, n)
+}
+
+// track registers a batch. Must hold t.mu.
+func (t *ackTracker) track(pos checkpoint.Position, n int) *tracked {
+	e := &tracked{pos: pos, n: n, span: n}
 	t.pending += n
+	t.behind += n
 	if t.frozen {
 		e.detached = true
 	} else {
-		t.queue = append(t.queue, e)
+		t.push(e)
 	}
-	return e, nil
+	return e
 }
 
+// Idle returns a channel that is closed once no batch is unacknowledged: it
+// may be closed earlier (whenever the count drops), so check again.
+func (t *ackTracker) Idle() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == 0 {
+		return closedChan
+	}
+	return t.changed
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Room is how many records Track admits now without waiting; at least 1,
-// which waits for an empty tracker when nothing fits.
+// which waits for an empty tracker when nothing fits. With strict it is the
+// limit: the next batch waits for the previous one in any case.
 func (t *ackTracker) Room() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.strict {
+		return t.limit
+	}
 	return max(1, t.limit-t.pending)
 }
 
@@ -89,7 +148,9 @@ func (t *ackTracker) Grow(e *tracked, pos checkpoint.Position, n int) bool {
 	}
 	e.pos = pos
 	e.n += n
+	e.span += n
 	t.pending += n
+	t.behind += n
 	return true
 }
 
@@ -114,34 +175,70 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 	}
 	if e.nacked {
 		t.freezeAt(e)
-	}
-	moved := false
-	for len(t.queue) > 0 && t.queue[0].acked {
-		p := t.queue[0].pos
-		t.last = &p
-		t.queue[0] = nil
-		t.queue = t.queue[1:]
-		moved = true
-	}
-	if !moved {
 		return checkpoint.Position{}, false
 	}
-	return *t.last, true
+	// Merge e with acknowledged neighbours: the checkpoint can only pass
+	// them together, and it then lands on the later one's position.
+	if p := e.prev; p != nil && p.acked {
+		e.span += p.span
+		t.remove(p)
+	}
+	if nx := e.next; nx != nil && nx.acked {
+		nx.span += e.span
+		t.remove(e)
+	}
+	if h := t.head; h == nil || !h.acked {
+		return checkpoint.Position{}, false
+	}
+	// Neighbours are never both acknowledged, so one pop is all there is.
+	h := t.head
+	p := h.pos
+	t.last = &p
+	t.behind -= h.span
+	t.remove(h)
+	return p, true
 }
 
 // freezeAt detaches every batch after the nacked one e: the checkpoint can
 // never pass e, so they no longer matter to it.
 func (t *ackTracker) freezeAt(e *tracked) {
 	t.frozen = true
-	for i, q := range t.queue {
-		if q == e {
-			for _, later := range t.queue[i+1:] {
-				later.detached = true
-			}
-			t.queue = t.queue[:i+1]
-			return
-		}
+	for q := e.next; q != nil; q = q.next {
+		q.detached = true
+		q.prev = nil
+		t.entries--
 	}
+	if e.next != nil {
+		e.next.prev = nil
+		e.next = nil
+	}
+	t.tail = e
+}
+
+func (t *ackTracker) push(e *tracked) {
+	e.prev = t.tail
+	if t.tail != nil {
+		t.tail.next = e
+	} else {
+		t.head = e
+	}
+	t.tail = e
+	t.entries++
+}
+
+func (t *ackTracker) remove(e *tracked) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		t.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		t.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	t.entries--
 }
 
 // Checkpoint returns the current checkpoint, nil before the first.
@@ -153,6 +250,14 @@ func (t *ackTracker) Checkpoint() *checkpoint.Position {
 	}
 	p := *t.last
 	return &p
+}
+
+// Behind returns how many records were read past the checkpoint: all of them
+// would be read again after a restart now.
+func (t *ackTracker) Behind() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.behind
 }
 
 // Frozen reports whether a nack froze the checkpoint.

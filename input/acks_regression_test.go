@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -262,4 +263,82 @@ func TestSmallThenLargeReadIntoCountBatchingOutputDoesNotStall(t *testing.T) {
 		time.Sleep(2 * time.Second) // the 3 records wait in the output's batch
 		fakeProduce(t, srv, "orders", "b", 30, 1)
 	})
+}
+
+// TestAckTrackerMemoryBehindAStuckBatch: a batch that stays unacknowledged
+// (a record the output keeps rejecting, replayed for ever) must not make
+// every later acknowledged batch stay queued behind it. Before the fix,
+// 200,000 later reads left 200,001 queue entries (about 73 bytes each); the
+// queue now holds the unacknowledged batches and at most one merged run of
+// acknowledged ones between them.
+func TestAckTrackerMemoryBehindAStuckBatch(t *testing.T) {
+	tr := newAckTracker(1024)
+	ctx := context.Background()
+	stuck, _ := tr.Track(ctx, pos(0), 1)
+	var inFlight []*tracked
+	for i := 1; i <= 200_000; i++ {
+		e, err := tr.Track(ctx, pos(i), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFlight = append(inFlight, e)
+		if len(inFlight) == 8 { // acknowledged out of order, a few in flight
+			for _, j := range []int{3, 0, 7, 1, 2, 6, 4, 5} {
+				if _, moved := tr.Ack(inFlight[j], nil); moved {
+					t.Fatal("the checkpoint passed the stuck batch")
+				}
+			}
+			inFlight = inFlight[:0]
+		}
+		if tr.entries > 2+2*len(inFlight) {
+			t.Fatalf("after %d reads the queue holds %d entries for %d unacknowledged batches", i, tr.entries, 1+len(inFlight))
+		}
+	}
+	if got := tr.Behind(); got != 200_001 {
+		t.Fatalf("%d records past the checkpoint, want 200001", got)
+	}
+	p, moved := tr.Ack(stuck, nil)
+	if !moved || p != pos(200_000) {
+		t.Fatalf("once the stuck batch is acknowledged the checkpoint is %v (moved %v), want 200000", p, moved)
+	}
+	if tr.entries != 0 || tr.Behind() != 0 {
+		t.Fatalf("%d entries and %d records behind after everything was acknowledged", tr.entries, tr.Behind())
+	}
+}
+
+// TestAckTrackerMergesInAnyOrder: whatever the order of acknowledgements,
+// the checkpoint is the end of the longest acknowledged prefix, and the
+// records behind it add up.
+func TestAckTrackerMergesInAnyOrder(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tr := newAckTracker(1 << 20)
+		ctx := context.Background()
+		n := 1 + rng.IntN(40)
+		es := make([]*tracked, n)
+		sizes := make([]int, n)
+		for i := range es {
+			sizes[i] = 1 + rng.IntN(5)
+			es[i], _ = tr.Track(ctx, pos(i), sizes[i])
+		}
+		acked := make([]bool, n)
+		for _, i := range rng.Perm(n) {
+			tr.Ack(es[i], nil)
+			acked[i] = true
+			prefix, behind := -1, 0
+			for prefix+1 < n && acked[prefix+1] {
+				prefix++
+			}
+			for j := prefix + 1; j < n; j++ {
+				behind += sizes[j]
+			}
+			cp := tr.Checkpoint()
+			if (prefix < 0) != (cp == nil) || (cp != nil && *cp != pos(prefix)) {
+				t.Fatalf("seed %d: checkpoint %v, want the end of the acknowledged prefix %d", seed, cp, prefix)
+			}
+			if tr.Behind() != behind {
+				t.Fatalf("seed %d: %d records behind, want %d", seed, tr.Behind(), behind)
+			}
+		}
+	}
 }

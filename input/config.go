@@ -38,6 +38,7 @@ type config struct {
 	DiscoveryInterval time.Duration
 	Batching          service.BatchPolicy
 	ReplayNacks       bool
+	StrictOrder       bool
 }
 
 type efoConfig struct {
@@ -228,6 +229,9 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	}
 
 	if c.ReplayNacks, err = pc.FieldBool(service.AutoRetryNacksToggleFieldName); err != nil {
+		return c, err
+	}
+	if c.StrictOrder, err = pc.FieldBool(fStrictOrder); err != nil {
 		return c, err
 	}
 	if c.Deaggregate, err = pc.FieldBool(fDeaggregate); err != nil {

@@ -15,6 +15,7 @@ type metrics struct {
 	resubscribes   *service.MetricCounter // stream, shard
 	subscribeErrs  *service.MetricCounter // stream, shard, class
 	outOfRange     *service.MetricCounter // stream, shard
+	pastCheckpoint *service.MetricGauge   // stream, shard
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -30,5 +31,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		resubscribes:   m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
 		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
 		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
+		pastCheckpoint: m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
 	}
 }

@@ -46,8 +46,14 @@ type shardReader struct {
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
 
-	nackWarned bool
+	// warnBehind is the count of records read past the checkpoint at which
+	// the next warning is due; it doubles with each warning.
+	warnBehind int
 }
+
+// behindWarnFactor: a warning is due once this many times checkpoint.limit
+// records were read past a checkpoint that does not move.
+const behindWarnFactor = 10
 
 func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, epoch int) *shardReader {
 	r := &shardReader{
@@ -58,6 +64,8 @@ func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, e
 		tracker: newAckTracker(s.in.conf.CheckpointLimit),
 		conv:    newConverter(s, info, cp.Position),
 	}
+	r.tracker.strict = s.in.conf.StrictOrder
+	r.warnBehind = behindWarnFactor * r.tracker.limit
 	if cp.Position != nil {
 		p := *cp.Position
 		r.tracker.last = &p
@@ -221,6 +229,13 @@ func (r *shardReader) flush(ctx context.Context) error {
 	batch, err := r.batcher.Flush(ctx)
 	n, pos := r.pending, r.lastPos
 	r.pending = 0
+	if err == nil && len(batch) == 0 && ctx.Err() != nil {
+		// Benthos drops a batch whose processors the end of ctx interrupted
+		// (v4.60.0 logs "the batch has been dropped"): those records never
+		// reached the pipeline. They are not tracked, so the checkpoint stays
+		// before them and a restart reads them again.
+		return ctx.Err()
+	}
 	if err != nil {
 		// Never pass records that did not reach the pipeline: hold the
 		// checkpoint before them as a nack does.
@@ -228,7 +243,8 @@ func (r *shardReader) flush(ctx context.Context) error {
 		if terr != nil {
 			return terr
 		}
-		r.ack(e, err)
+		r.tracker.Ack(e, err)
+		r.s.in.log.Errorf("stream %s shard %s: the batch policy failed on %d records ending at %v (%v): they did not reach the pipeline, and the shard's checkpoint stays before them until a restart reads them again", r.s.name, r.info.id, n, pos, err)
 		return nil
 	}
 	return r.emit(ctx, batch, pos, n, false)
@@ -260,26 +276,47 @@ func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, p
 // waits for the pipeline, up to checkpoint.limit records: a busy pipeline gets
 // fewer, larger batches from a shard instead of a queue of small ones (which
 // would also let a shard of small reads fall behind shards of large ones).
+//
+// With strict_order the batch is tracked, and so handed over, only once the
+// shard's previous batch is resolved; reads join it meanwhile.
 func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int, join bool) error {
-	e, err := r.tracker.Track(ctx, pos, n)
-	if err != nil {
-		return err
-	}
-	ack := func(err error) { r.ack(e, err) }
-	if len(batch) == 0 { // batch processors dropped everything
-		r.ack(e, nil)
-		return nil
+	var e *tracked
+	if !r.tracker.strict || len(batch) == 0 {
+		var err error
+		if e, err = r.tracker.Track(ctx, pos, n); err != nil {
+			return err
+		}
+		if len(batch) == 0 { // batch processors dropped everything
+			r.ack(e, nil)
+			return nil
+		}
 	}
 	more := r.batches
 	if !join || r.end != nil {
 		more = nil
 	}
+	var d delivery
 	for {
+		var out chan<- delivery
+		var idle <-chan struct{}
+		if e == nil {
+			idle = r.tracker.Idle()
+		} else {
+			if d.ack == nil {
+				tr := e
+				d = delivery{ack: func(err error) { r.ack(tr, err) }}
+				r.watchBehind()
+			}
+			d.batch = batch
+			out = r.s.in.out
+		}
 		select {
-		case r.s.in.out <- delivery{batch: batch, ack: ack}:
+		case out <- d:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-idle:
+			e = r.tracker.TryTrack(pos, n)
 		case b, ok := <-more:
 			if !ok {
 				more = nil // the run loop sees the close next
@@ -294,22 +331,49 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			if m == 0 {
 				continue
 			}
-			if r.tracker.Grow(e, last, m) {
-				batch = append(batch, msgs...)
-			} else {
+			switch {
+			case e != nil && r.tracker.Grow(e, last, m):
+			case e == nil && n+m <= r.tracker.Room():
+				pos, n = last, n+m
+			default:
 				r.held, more = &heldBatch{msgs: msgs, positions: slices.Clone(r.conv.positions)}, nil
+				continue
 			}
+			batch = append(batch, msgs...)
+			r.watchBehind()
 		}
 	}
 }
 
 func (r *shardReader) ack(e *tracked, err error) {
 	pos, moved := r.tracker.Ack(e, err)
-	if err != nil {
+	if err != nil && !r.s.in.conf.ReplayNacks {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
 		r.s.setPosition(r.info.id, pos, r.epoch)
+		r.s.in.metrics.pastCheckpoint.Set(int64(r.tracker.Behind()), r.s.name, r.info.id)
+	}
+}
+
+// watchBehind publishes how many records were read past the shard's
+// checkpoint, and warns while that keeps growing: a batch the output keeps
+// rejecting holds the checkpoint, and a restart would read them all again.
+// Only the reader's goroutine calls it.
+func (r *shardReader) watchBehind() {
+	behind := r.tracker.Behind()
+	r.s.in.metrics.pastCheckpoint.Set(int64(behind), r.s.name, r.info.id)
+	first := behindWarnFactor * r.tracker.limit
+	switch {
+	case behind < first:
+		r.warnBehind = first
+	case behind >= r.warnBehind:
+		r.warnBehind *= 2
+		at := "its start"
+		if cp := r.tracker.Checkpoint(); cp != nil {
+			at = cp.String()
+		}
+		r.s.in.log.Warnf("stream %s shard %s: %d records were read past the shard's checkpoint (%s), which waits for a batch that is still not acknowledged (rejected and replayed, or held by the output): a restart now would read all of them again (metric kinesis_records_past_checkpoint)", r.s.name, r.info.id, behind, at)
 	}
 }
 

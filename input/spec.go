@@ -38,6 +38,7 @@ const (
 	fDeaggregate            = "deaggregate"
 	fShardDiscoveryInterval = "shard_discovery_interval"
 	fBatching               = "batching"
+	fStrictOrder            = "strict_order"
 )
 
 // Values of enum fields.
@@ -213,6 +214,10 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				Advanced(),
 			service.NewBatchPolicyField(fBatching).
 				Description("How records of one shard are grouped into Benthos batches. Empty: each read (a GetRecords response or a fan-out event) becomes a batch of at most `checkpoint.limit` records, and while the pipeline is busy the shard's next reads join the batch waiting for it, up to that limit."),
+			service.NewBoolField(fStrictOrder).
+				Description("Hand a shard's next batch to the pipeline only once its previous batch is acknowledged (as KCL processes a shard), so that a rejected batch, replayed, reaches the output before any later record of its shard, whatever `pipeline.threads` and the output do. Reads that arrive meanwhile join the waiting batch, up to `checkpoint.limit` records. Without it a shard keeps several batches in flight: each batch is handed over in shard order, but a replayed batch can reach the output after later ones, and with several pipeline threads or an output with max_in_flight above 1 so can any batch. Costs throughput when the pipeline's round trip is long; see the README for figures.").
+				Default(false).
+				Advanced(),
 			service.NewBoolField(service.AutoRetryNacksToggleFieldName).
 				Description("Deliver a batch that the pipeline rejects (nacks) again, after a pause that grows with its rejections (none the first time, then 100 ms doubling to 5 s) and once due before newer batches, until it is acknowledged; when the error names the failed messages only those come again. The shard reads on meanwhile, and its checkpoint stays before the rejected records. When false a rejected batch is not delivered again in this run, and its shard's checkpoint stays before it, so it is read again after a restart.").
 				Default(true),
