@@ -36,6 +36,9 @@ func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 	msgs := out.All()
 	inputtest.CheckDelivery(t, msgs, prod.Users, true)
 	inputtest.CheckOrder(t, msgs)
+	if n := inputtest.CheckPlacement(t, msgs, prod.Placed); n != 0 {
+		t.Fatalf("%d KPL user records flagged out of their shard's range", n)
+	}
 	subs := 0
 	for _, m := range msgs {
 		if m.Sub != "" {
@@ -74,6 +77,9 @@ func TestLocalCorruptAggregates(t *testing.T) {
 	p.StopWhen(t, out, len(prod.Users)+len(prod.Corrupt), time.Minute)
 	good, corrupt := splitCorrupt(out.All())
 	inputtest.CheckDelivery(t, good, prod.Users, true)
+	if n := inputtest.CheckPlacement(t, out.All(), prod.Placed); n != 0 {
+		t.Fatalf("%d messages flagged out of their shard's range; neither KPL user records nor corrupt aggregates are", n)
+	}
 	if len(corrupt) != len(prod.Corrupt) {
 		t.Fatalf("%d corrupt messages, want %d", len(corrupt), len(prod.Corrupt))
 	}
@@ -98,6 +104,9 @@ func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
 	msgs := out.All()
 	inputtest.CheckDelivery(t, msgs, prod.Users, true)
 	inputtest.CheckOrder(t, msgs)
+	if n := inputtest.CheckPlacement(t, msgs, prod.Placed); n != 0 {
+		t.Fatalf("%d KPL user records flagged out of their shard's range", n)
+	}
 }
 
 // TestEFORestartInsideAggregate is TestLocalRestartInsideAggregate by

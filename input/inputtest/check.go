@@ -48,6 +48,20 @@ func CheckDelivery(t testing.TB, msgs []Got, want Produced, exactlyOnce bool) {
 // sequence order, and each partition key's records in the order produced.
 func CheckOrder(t testing.TB, msgs []Got) {
 	t.Helper()
+	checkOrder(t, msgs, false)
+}
+
+// CheckOrderKeysPerShard is CheckOrder for producers that store one partition
+// key in several shards, as aggregates of mixed keys routed by an explicit
+// hash key do: Kinesis orders a key's records only within a shard, so each
+// partition key's records are checked per shard.
+func CheckOrderKeysPerShard(t testing.TB, msgs []Got) {
+	t.Helper()
+	checkOrder(t, msgs, true)
+}
+
+func checkOrder(t testing.TB, msgs []Got, keysPerShard bool) {
+	t.Helper()
 	lastSeq := map[string]Got{}
 	lastData := map[string]string{}
 	for _, m := range msgs {
@@ -57,11 +71,37 @@ func CheckOrder(t testing.TB, msgs []Got) {
 		}
 		lastSeq[key] = m
 		pk := m.Stream + "/" + m.PK
+		if keysPerShard {
+			pk = key + "/" + m.PK
+		}
 		if prev, ok := lastData[pk]; ok && prev >= m.Data {
 			t.Fatalf("partition key %s out of order: %s after %s", pk, m.Data, prev)
 		}
 		lastData[pk] = m.Data
 	}
+}
+
+// CheckPlacement asserts that every message that is a user record of an
+// aggregate came from the shard its aggregate was stored in, and that exactly
+// those whose hash key lies outside that shard's range are flagged
+// kinesis_hash_key_out_of_range (no other message is). It returns how many
+// messages are flagged.
+func CheckPlacement(t testing.TB, msgs []Got, placed map[string]Placement) (flagged int) {
+	t.Helper()
+	for _, m := range msgs {
+		p, isUser := placed[m.Data]
+		switch {
+		case isUser && m.Shard != p.Shard:
+			t.Fatalf("user record %s came from shard %s, but its aggregate was stored in shard %s", m.Data, m.Shard, p.Shard)
+		case m.OutOfRange != p.OutOfRange: // p is the zero Placement unless isUser
+			t.Fatalf("user record %s (partition key %s, shard %s seq %s sub %q): kinesis_hash_key_out_of_range %v, want %v",
+				m.Data, m.PK, m.Shard, m.Seq, m.Sub, m.OutOfRange, p.OutOfRange)
+		}
+		if m.OutOfRange {
+			flagged++
+		}
+	}
+	return flagged
 }
 
 func Head(s []string) []string {

@@ -17,6 +17,9 @@ type Got struct {
 	Stream, Shard, Seq, Sub, PK, Data string
 	// Err is the message's error flag, DeaggErr its kinesis_deaggregation_error.
 	Err, DeaggErr string
+	// OutOfRange tells that its kinesis_hash_key_out_of_range is the
+	// boolean true (any other value, e.g. the string "true", is not).
+	OutOfRange bool
 }
 
 func (g Got) Position() checkpoint.Position {
@@ -55,6 +58,8 @@ func (c *Collector) Consume(ctx context.Context, b service.MessageBatch) error {
 			Sub: meta("kinesis_sub_sequence_number"), PK: meta("kinesis_partition_key"), Data: string(data),
 			DeaggErr: meta("kinesis_deaggregation_error"),
 		}
+		v, _ := m.MetaGetMut("kinesis_hash_key_out_of_range")
+		batch[i].OutOfRange = v == true
 		if err := m.GetError(); err != nil {
 			batch[i].Err = err.Error()
 		}
