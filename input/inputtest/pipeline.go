@@ -34,7 +34,28 @@ func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io
 // StartPipelineFunc is StartPipelineLogged with any function as the output.
 func StartPipelineFunc(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer) *Pipeline {
 	t.Helper()
+	return startPipeline(t, inputYAML, consume, logs, nil)
+}
+
+// StartPipelineThreads is StartPipeline with a processor stage between the
+// input and the output: threads pipeline threads running the processor
+// (YAML), as a pipeline section does.
+func StartPipelineThreads(t testing.TB, inputYAML string, out *Collector, threads int, processor string) *Pipeline {
+	t.Helper()
+	return startPipeline(t, inputYAML, out.Consume, nil, func(sb *service.StreamBuilder) {
+		sb.SetThreads(threads)
+		if err := sb.AddProcessorYAML(processor); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func startPipeline(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer, with func(*service.StreamBuilder)) *Pipeline {
+	t.Helper()
 	sb := service.NewStreamBuilder()
+	if with != nil {
+		with(sb)
+	}
 	if logs != nil {
 		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	} else {
