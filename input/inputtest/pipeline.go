@@ -34,9 +34,34 @@ func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io
 // StartPipelineFunc is StartPipelineLogged with any function as the output.
 func StartPipelineFunc(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer) *Pipeline {
 	t.Helper()
+	return StartPipelineWith(t, inputYAML, consume, Options{Logs: logs})
+}
+
+// Options are what a test observes of a pipeline.
+type Options struct {
+	// Logs receives the pipeline's logs from level info up; nil: warnings
+	// and errors go to stdout.
+	Logs io.Writer
+	// Metrics receives the pipeline's counters and gauges; nil: none.
+	Metrics *Metrics
+}
+
+// StartPipelineWith is StartPipelineFunc with the logs and metrics of opts.
+func StartPipelineWith(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, opts Options) *Pipeline {
+	t.Helper()
 	sb := service.NewStreamBuilder()
-	if logs != nil {
-		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if opts.Metrics != nil {
+		env := service.NewEnvironment()
+		if err := opts.Metrics.register(env, "inputtest_metrics"); err != nil {
+			t.Fatal(err)
+		}
+		sb = env.NewStreamBuilder()
+		if err := sb.SetMetricsYAML("inputtest_metrics: {}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.Logs != nil {
+		sb.SetLogger(slog.New(slog.NewTextHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	} else {
 		sb.SetLoggerYAML("level: warn")
 	}
