@@ -14,6 +14,9 @@ type metrics struct {
 	subscriptions  *service.MetricCounter // stream, shard
 	resubscribes   *service.MetricCounter // stream, shard
 	subscribeErrs  *service.MetricCounter // stream, shard, class
+	// checkpointsExpired counts starts refused because their record passed
+	// the retention period (the shard is then read from TRIM_HORIZON).
+	checkpointsExpired *service.MetricCounter // stream, shard
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -28,5 +31,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		subscriptions:  m.NewCounter("kinesis_subscriptions", "stream", "shard"),
 		resubscribes:   m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
 		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
+
+		checkpointsExpired: m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
 	}
 }

@@ -83,6 +83,8 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 `+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning.
 
+A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated (also when the refusal had another cause); a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+
 ### Acknowledgements
 
 At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a read is split to fit the room left; a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. Records acknowledged behind one that is not free their room at once: an output that batches by count without a period may hold records until more arrive, and the shard must stay free to send them. Keep such an output's batch count within `+"`checkpoint.limit`"+`, or give it a period: a shard's children are read only once all of its records are acknowledged, so records held at a shard's end would wait for ever on a stream with a single open shard. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
@@ -110,6 +112,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_millis_behind_latest: gauge per stream and shard
 - kinesis_throttles: per stream and shard
 - kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
+- kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, retryable, fatal)
