@@ -47,6 +47,12 @@ type kinesisInput struct {
 	connected bool
 	store     checkpoint.Store
 	streams   []*streamReader
+
+	// deregisterTimeout bounds each DeregisterStreamConsumer call of Close
+	// (efo.deregister_on_close): Benthos closes with a context that never
+	// ends, and an endpoint that takes the call and never answers must not
+	// hold the shutdown. Set by newInput: 10s.
+	deregisterTimeout time.Duration
 }
 
 func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, error) {
@@ -64,6 +70,8 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		cancel:  cancel,
 		out:     make(chan delivery),
 		replays: newReplays(),
+
+		deregisterTimeout: 10 * time.Second,
 	}, nil
 }
 
@@ -325,13 +333,29 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		if s.deregister == "" {
 			continue
 		}
-		if err := efo.Deregister(ctx, s.client, s.deregister); err != nil {
+		if err := in.deregister(ctx, s); err != nil {
 			errs = append(errs, err)
 		} else {
 			in.log.Infof("stream %s: deregistered consumer %s (deregister_on_close)", s.name, s.deregister)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deregister deregisters the consumer of a stream (deregister_on_close),
+// giving up after deregisterTimeout.
+func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
+	dctx, cancel := context.WithTimeout(ctx, in.deregisterTimeout)
+	defer cancel()
+	err := efo.Deregister(dctx, s.client, s.deregister)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && dctx.Err() != nil {
+		err = fmt.Errorf("no answer within %v: %w", in.deregisterTimeout, err)
+	}
+	return fmt.Errorf("stream %s: deregister_on_close: consumer %s may still be registered; remove it with `benthos-kinesis efo deregister --stream %s --consumer-name %s`: %w",
+		s.name, s.deregister, s.arn, in.conf.EFO.ConsumerName, err)
 }
 
 // commitLoop commits acknowledged positions every commit period.

@@ -178,7 +178,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Default(map[string]any{}).
 					Example(map[string]any{"orders": "arn:aws:kinesis:us-east-1:123456789012:stream/orders/consumer/orders-to-s3:1700000000"}),
 				service.NewBoolField(fEFODeregisterOnClose).
-					Description("With `registration: lazy`: deregister the consumer when the input closes cleanly. Only for a single instance: another instance still reading with the consumer would lose its subscriptions. Never done on a failure.").
+					Description("With `registration: lazy`: deregister the consumer when the input closes cleanly. Only for a single instance: another instance still reading with the consumer would lose its subscriptions. Never done on a failure. A deregistration that gets no answer within 10 s is given up: the close then fails with an error naming the consumer, which may still be registered (remove it with `benthos-kinesis efo deregister`).").
 					Default(false),
 			).
 				Description("Settings of the `efo` reader."),
