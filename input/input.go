@@ -181,10 +181,10 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.EFO.DeregisterOnClose {
 		s.deregister = consumer.ARN
 	}
-	var reregister func(context.Context) (string, error)
+	var reregister func(context.Context, string) (string, error)
 	if in.conf.EFO.Registration == registrationLazy {
-		reregister = func(ctx context.Context) (string, error) {
-			c, err := efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+		reregister = func(ctx context.Context, stale string) (string, error) {
+			c, err := efo.RegisterAgain(ctx, client, s.arn, in.conf.EFO.ConsumerName, stale, wait)
 			if err == nil && in.conf.EFO.DeregisterOnClose {
 				in.connMu.Lock()
 				s.deregister = c.ARN
@@ -199,7 +199,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 
 // efoPublisher returns the fan-out publisher of a stream. With reregister
 // (lazy registration) a consumer deleted while in use is registered again.
-func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context) (string, error)) recordPublisher {
+func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context, string) (string, error)) recordPublisher {
 	return efo.New(client, consumerARN, efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,

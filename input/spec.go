@@ -167,7 +167,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Default("").
 					Example("orders-to-s3"),
 				service.NewStringAnnotatedEnumField(fEFORegistration, map[string]string{
-					registrationLazy:  "Each instance describes the consumer by name at start and registers it if it is absent (the first wins; the others wait for it to become ACTIVE); a consumer deleted while in use is registered again. Simple; at high instance counts startup is bounded by the DescribeStreamConsumer quota (20/s per stream).",
+					registrationLazy:  "Each instance describes the consumer by name at start and registers it if it is absent (the first wins; the others wait for it to become ACTIVE); a consumer deleted while in use is registered again (a subscription answered ResourceNotFound describes the consumer first: if it is still ACTIVE, the shard or the stream is what is missing, and the error is retried with backoff without registering). Simple; at high instance counts startup is bounded by the DescribeStreamConsumer quota (20/s per stream).",
 					registrationEager: "The consumer is registered beforehand, once (`benthos-kinesis efo register --stream S --consumer-name N`); instances only describe it. For many instances.",
 					registrationNone:  "The consumer ARNs are given in `consumer_arns`; the input makes no consumer or stream description call at all. For very many instances, or credentials without describe rights.",
 				}).
