@@ -203,7 +203,11 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			continue
 		}
 		wait := bo.Next()
-		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %v in %v", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+		next := start.String()
+		if fallback != nil {
+			next = "TRIM_HORIZON, skipping every record up to " + next + ","
+		}
+		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %s in %v", r.s.name, r.info.id, err, next, wait.Round(time.Millisecond))
 		if backoff.Sleep(ctx, wait) != nil {
 			return
 		}
