@@ -68,6 +68,27 @@ func Register(ctx context.Context, api ConsumerAPI, streamARN, name string, opts
 	return waitActive(ctx, api, streamARN, name, true, opts.withDefaults())
 }
 
+// ErrConsumerRegistered is returned by RegisterAgain when the consumer that a
+// subscription did not find is registered and ACTIVE: what is missing is the
+// shard (older than the retention period) or the stream (being deleted).
+var ErrConsumerRegistered = errors.New("the consumer is still registered and ACTIVE")
+
+// RegisterAgain is the lazy strategy's answer to a subscription of consumer
+// staleARN refused with ResourceNotFound: it describes that consumer and, only
+// if it is gone or being deleted, registers it again (as Register does) and
+// returns the new one. When it is still ACTIVE the error wraps
+// ErrConsumerRegistered and nothing is registered.
+func RegisterAgain(ctx context.Context, api ConsumerAPI, streamARN, name, staleARN string, opts WaitOptions) (Consumer, error) {
+	out, err := api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{ConsumerARN: aws.String(staleARN)})
+	switch {
+	case err == nil && out.ConsumerDescription != nil && out.ConsumerDescription.ConsumerStatus == types.ConsumerStatusActive:
+		return consumerOf(out.ConsumerDescription), fmt.Errorf("consumer %s: %w", staleARN, ErrConsumerRegistered)
+	case err != nil && !awserr.Is(err, "ResourceNotFoundException"):
+		return Consumer{}, registrationError(fmt.Sprintf("consumer %s", staleARN), "DescribeStreamConsumer", err)
+	}
+	return Register(ctx, api, streamARN, name, opts)
+}
+
 // Describe waits until the consumer, registered beforehand, is ACTIVE. It is
 // the eager strategy: it never registers.
 func Describe(ctx context.Context, api ConsumerAPI, streamARN, name string, opts WaitOptions) (Consumer, error) {

@@ -1,6 +1,7 @@
 package efo
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
@@ -20,7 +21,11 @@ func (e *Error) Error() string {
 	case "AccessDeniedException":
 		msg += " (the credentials need kinesis:SubscribeToShard on the consumer)"
 	case "ResourceNotFoundException":
-		msg += " (the consumer or the stream no longer exists: was the consumer deregistered?)"
+		if errors.Is(e.Err, ErrConsumerRegistered) {
+			msg += " (the shard is older than the stream's retention period, or the stream is being deleted)"
+		} else {
+			msg += " (the consumer or the stream no longer exists: was the consumer deregistered?)"
+		}
 	case "LimitExceededException":
 		msg += " (kept hitting the SubscribeToShard limit of 1 call per second per shard and consumer: is another process subscribing with this consumer?)"
 	case "KMSAccessDeniedException", "KMSDisabledException", "KMSInvalidStateException", "KMSNotFoundException":

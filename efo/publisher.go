@@ -47,11 +47,15 @@ type Options struct {
 	Logger shard.Logger
 	// Hooks observe subscriptions, for metrics; each may be nil.
 	Hooks Hooks
-	// Reregister, when set, is called when the consumer is gone (a
-	// subscription answered ResourceNotFound): it returns the ARN of the
-	// consumer to use from then on, e.g. by registering it again (lazy
-	// registration). Nil: the error ends the Read.
-	Reregister func(ctx context.Context) (string, error)
+	// Reregister, when set, is called when a subscription as consumer stale
+	// answered ResourceNotFound, which may mean that the consumer is gone
+	// (deregistered while in use): it returns the ARN of the consumer to use
+	// from then on, registering it again only if it is really gone (lazy
+	// registration: RegisterAgain). An error wrapping ErrConsumerRegistered
+	// says the consumer is still there, so the shard or the stream is what
+	// was not found: that error ends the Read, as every other does. Nil:
+	// every ResourceNotFound ends the Read.
+	Reregister func(ctx context.Context, stale string) (string, error)
 }
 
 // Hooks are called from the shard's reading goroutine.
@@ -96,8 +100,11 @@ type Publisher struct {
 	api  SubscribeAPI
 	opts Options
 
-	mu         sync.Mutex
-	consumer   string     // the consumer ARN; replaced by Reregister
+	mu       sync.Mutex
+	consumer string // the consumer ARN; replaced by Reregister
+	// generation counts replacements of the consumer: a registration again
+	// may give the same ARN (it ends in the creation time, in seconds).
+	generation int
 	reregister sync.Mutex // one re-registration at a time
 	// pacer keeps subscribe calls for one shard SubscribeGap apart across
 	// Reads: a restarted Read must not subscribe again at once.
@@ -110,29 +117,33 @@ func New(api SubscribeAPI, consumerARN string, opts Options) *Publisher {
 	return &Publisher{api: api, consumer: consumerARN, opts: opts, pacer: pace.New(opts.SubscribeGap)}
 }
 
-// consumerARN returns the consumer ARN in use.
-func (p *Publisher) consumerARN() string {
+// consumerARN returns the consumer ARN in use and its generation.
+func (p *Publisher) consumerARN() (string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.consumer
+	return p.consumer, p.generation
 }
 
-// replaceConsumer calls Reregister once for all shards that found the
-// consumer stale gone: a shard that finds it already replaced uses the new one.
-func (p *Publisher) replaceConsumer(ctx context.Context, stale string) error {
+// replaceConsumer calls Reregister, one shard at a time, for a shard whose
+// subscription as the consumer of generation stale answered ResourceNotFound,
+// and returns the consumer ARN to use from then on. A shard that finds the
+// consumer already replaced by another uses the new one.
+func (p *Publisher) replaceConsumer(ctx context.Context, stale int) (string, error) {
 	p.reregister.Lock()
 	defer p.reregister.Unlock()
-	if p.consumerARN() != stale {
-		return nil
+	arn, gen := p.consumerARN()
+	if gen != stale {
+		return arn, nil
 	}
-	arn, err := p.opts.Reregister(ctx)
+	arn, err := p.opts.Reregister(ctx, arn)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p.mu.Lock()
 	p.consumer = arn
+	p.generation++
 	p.mu.Unlock()
-	return nil
+	return arn, nil
 }
 
 // Read delivers the records of shardID from start, in order, until the shard
@@ -141,7 +152,8 @@ func (p *Publisher) replaceConsumer(ctx context.Context, stale string) error {
 // (AWS ends each after 5 minutes) is renewed from where it stopped.
 func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
 	if err := start.Validate(); err != nil {
-		return &Error{Consumer: p.consumerARN(), Shard: shardID, Class: awserr.Fatal, Err: err}
+		arn, _ := p.consumerARN()
+		return &Error{Consumer: arn, Shard: shardID, Class: awserr.Fatal, Err: err}
 	}
 	r := &reader{Publisher: p, shardID: shardID, pos: start}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
@@ -154,6 +166,7 @@ type reader struct {
 	*Publisher
 	shardID       string
 	consumer      string      // the consumer ARN of the last subscribe call
+	generation    int         // and its generation
 	pos           shard.Start // where the next subscription starts
 	lastDelivered string      // sequence number of the last record delivered
 	subscriptions int
@@ -209,7 +222,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		hung.Store(true)
 		cancel()
 	})
-	r.consumer = r.consumerARN()
+	r.consumer, r.generation = r.consumerARN()
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
@@ -315,13 +328,19 @@ func (r *reader) failed(ctx context.Context, err error) error {
 	}
 	r.opts.Hooks.Failed(r.shardID, class, err)
 	if awserr.Is(err, "ResourceNotFoundException") && r.opts.Reregister != nil && ctx.Err() == nil {
-		// The consumer is gone (deregistered while in use). This is never
-		// the end of the shard: register the consumer again and go on from
-		// where the last subscription stopped.
-		r.opts.Logger.Warnf("shard %s: consumer %s is gone (%v): registering it again", r.shardID, r.consumer, err)
-		if rerr := r.replaceConsumer(ctx, r.consumer); rerr != nil {
+		// The consumer may be gone (deregistered while in use), or the shard
+		// or the stream. Either way this is never the end of the shard.
+		arn, rerr := r.replaceConsumer(ctx, r.generation)
+		switch {
+		case errors.Is(rerr, ErrConsumerRegistered):
+			// Registering it again would change nothing, and subscribing
+			// again at once would only get the same answer.
+			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: awserr.Fatal, Err: fmt.Errorf("%w; %w", err, ErrConsumerRegistered)}
+		case rerr != nil:
 			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: awserr.Fatal, Err: fmt.Errorf("registering the consumer again after %v: %w", err, rerr)}
 		}
+		// Go on from where the last subscription stopped.
+		r.opts.Logger.Warnf("shard %s: consumer %s is gone (%v): reading on through consumer %s", r.shardID, r.consumer, err, arn)
 		return nil
 	}
 	switch class {

@@ -50,6 +50,12 @@ type kinesisInput struct {
 	// seen is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
 	seen map[string]time.Time
+
+	// deregisterTimeout bounds each DeregisterStreamConsumer call of Close
+	// (efo.deregister_on_close): Benthos closes with a context that never
+	// ends, and an endpoint that takes the call and never answers must not
+	// hold the shutdown. Set by newInput: 10s.
+	deregisterTimeout time.Duration
 }
 
 func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, error) {
@@ -67,6 +73,8 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		cancel:  cancel,
 		out:     make(chan delivery),
 		replays: newReplays(),
+
+		deregisterTimeout: 10 * time.Second,
 	}, nil
 }
 
@@ -182,10 +190,10 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.EFO.DeregisterOnClose {
 		s.deregister = consumer.ARN
 	}
-	var reregister func(context.Context) (string, error)
+	var reregister func(context.Context, string) (string, error)
 	if in.conf.EFO.Registration == registrationLazy {
-		reregister = func(ctx context.Context) (string, error) {
-			c, err := efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+		reregister = func(ctx context.Context, stale string) (string, error) {
+			c, err := efo.RegisterAgain(ctx, client, s.arn, in.conf.EFO.ConsumerName, stale, wait)
 			if err == nil && in.conf.EFO.DeregisterOnClose {
 				in.connMu.Lock()
 				s.deregister = c.ARN
@@ -213,7 +221,7 @@ func (in *kinesisInput) firstSeen(name string, at time.Time) time.Time {
 
 // efoPublisher returns the fan-out publisher of a stream. With reregister
 // (lazy registration) a consumer deleted while in use is registered again.
-func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context) (string, error)) recordPublisher {
+func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context, string) (string, error)) recordPublisher {
 	return efo.New(client, consumerARN, efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,
@@ -347,13 +355,29 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		if s.deregister == "" {
 			continue
 		}
-		if err := efo.Deregister(ctx, s.client, s.deregister); err != nil {
+		if err := in.deregister(ctx, s); err != nil {
 			errs = append(errs, err)
 		} else {
 			in.log.Infof("stream %s: deregistered consumer %s (deregister_on_close)", s.name, s.deregister)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deregister deregisters the consumer of a stream (deregister_on_close),
+// giving up after deregisterTimeout.
+func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
+	dctx, cancel := context.WithTimeout(ctx, in.deregisterTimeout)
+	defer cancel()
+	err := efo.Deregister(dctx, s.client, s.deregister)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil && dctx.Err() != nil {
+		err = fmt.Errorf("no answer within %v: %w", in.deregisterTimeout, err)
+	}
+	return fmt.Errorf("stream %s: deregister_on_close: consumer %s may still be registered; remove it with `benthos-kinesis efo deregister --stream %s --consumer-name %s`: %w",
+		s.name, s.deregister, s.arn, in.conf.EFO.ConsumerName, err)
 }
 
 // commitLoop commits acknowledged positions every commit period.

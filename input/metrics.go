@@ -16,6 +16,9 @@ type metrics struct {
 	subscribeErrs  *service.MetricCounter // stream, shard, class
 	outOfRange     *service.MetricCounter // stream, shard
 	pastCheckpoint *service.MetricGauge   // stream, shard
+	// expired counts starts refused because their record passed the
+	// retention period (the shard is then read from TRIM_HORIZON).
+	expired *service.MetricCounter // stream, shard
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -32,5 +35,6 @@ func newMetrics(m *service.Metrics) *metrics {
 		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
 		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
 		pastCheckpoint: m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
+		expired:        m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -165,11 +166,27 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 
 // publish runs the publisher, retrying a failed read from after the last
 // record it delivered, until the shard ends or ctx ends.
+//
+// A start at or after a sequence number that Kinesis refuses as an invalid
+// argument (its record passed the retention period: an expired checkpoint)
+// is replaced by a read from TRIM_HORIZON that drops what the start would not
+// have read (see trimFallback).
 func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
+	var fallback *trimFallback
 	for {
 		var last string
-		err := r.s.pub.Read(ctx, r.info.id, start, func(dctx context.Context, b shard.Batch) error {
+		from := start
+		if fallback != nil {
+			from = shard.Start{Kind: shard.TrimHorizon}
+		}
+		err := r.s.pub.Read(ctx, r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+			if fallback != nil {
+				var expired bool
+				if b.Records, expired = fallback.filter(b.Records); expired {
+					r.checkpointExpired(fallback.from)
+				}
+			}
 			select {
 			case out <- b:
 			case <-dctx.Done():
@@ -182,17 +199,36 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		})
 		if last != "" {
 			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
+			fallback = nil
 			bo.Reset() // the read made progress: a later failure starts the backoff afresh
 		}
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		if fallback == nil && isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException") {
+			fallback = &trimFallback{from: start}
+			r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position", r.s.name, r.info.id, start, err)
+			continue
+		}
 		wait := bo.Next()
-		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %v in %v", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+		next := start.String()
+		if fallback != nil {
+			next = "TRIM_HORIZON, skipping every record up to " + next + ","
+		}
+		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %s in %v", r.s.name, r.info.id, err, next, wait.Round(time.Millisecond))
 		if backoff.Sleep(ctx, wait) != nil {
 			return
 		}
 	}
+}
+
+// checkpointExpired reports that the record of a refused start was trimmed:
+// what followed it within the retention period is read, what passed the
+// retention period too is lost.
+func (r *shardReader) checkpointExpired(from shard.Start) {
+	r.s.in.metrics.expired.Incr(1, r.s.name, r.info.id)
+	r.s.in.log.Warnf("stream %s shard %s: checkpoint %s expired: its record is older than the stream's retention period and was trimmed; reading goes on from the oldest record left, and the records after the checkpoint that were older than the retention period too are lost",
+		r.s.name, r.info.id, from.Sequence)
 }
 
 // handle turns a publisher batch into messages and emits them.

@@ -84,6 +84,8 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 `+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning. A stream deleted and created again under the same name (found by its creation time, or by a shard id that starts at another sequence number) drops the old checkpoints, with a warning, and is read afresh: `+"`latest`"+` then reads the new stream from its beginning, since all of it was written after the input first saw the name; the new checkpoints are kept across restarts.
 
+A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated (also when the refusal had another cause); a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+
 ### Acknowledgements
 
 At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a read is split to fit the room left; a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. Records acknowledged behind one that is not free their room at once: an output that batches by count without a period may hold records until more arrive, and the shard must stay free to send them. Keep such an output's batch count within `+"`checkpoint.limit`"+`, or give it a period: a shard's children are read only once all of its records are acknowledged, so records held at a shard's end would wait for ever on a stream with a single open shard. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then.
@@ -112,6 +114,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_millis_behind_latest: gauge per stream and shard
 - kinesis_throttles: per stream and shard
 - kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
+- kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, retryable, fatal)
@@ -167,7 +170,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Default("").
 					Example("orders-to-s3"),
 				service.NewStringAnnotatedEnumField(fEFORegistration, map[string]string{
-					registrationLazy:  "Each instance describes the consumer by name at start and registers it if it is absent (the first wins; the others wait for it to become ACTIVE); a consumer deleted while in use is registered again. Simple; at high instance counts startup is bounded by the DescribeStreamConsumer quota (20/s per stream).",
+					registrationLazy:  "Each instance describes the consumer by name at start and registers it if it is absent (the first wins; the others wait for it to become ACTIVE); a consumer deleted while in use is registered again (a subscription answered ResourceNotFound describes the consumer first: if it is still ACTIVE, the shard or the stream is what is missing, and the error is retried with backoff without registering). Simple; at high instance counts startup is bounded by the DescribeStreamConsumer quota (20/s per stream).",
 					registrationEager: "The consumer is registered beforehand, once (`benthos-kinesis efo register --stream S --consumer-name N`); instances only describe it. For many instances.",
 					registrationNone:  "The consumer ARNs are given in `consumer_arns`; the input makes no consumer or stream description call at all. For very many instances, or credentials without describe rights.",
 				}).
@@ -178,7 +181,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Default(map[string]any{}).
 					Example(map[string]any{"orders": "arn:aws:kinesis:us-east-1:123456789012:stream/orders/consumer/orders-to-s3:1700000000"}),
 				service.NewBoolField(fEFODeregisterOnClose).
-					Description("With `registration: lazy`: deregister the consumer when the input closes cleanly. Only for a single instance: another instance still reading with the consumer would lose its subscriptions. Never done on a failure.").
+					Description("With `registration: lazy`: deregister the consumer when the input closes cleanly. Only for a single instance: another instance still reading with the consumer would lose its subscriptions. Never done on a failure. A deregistration that gets no answer within 10 s is given up: the close then fails with an error naming the consumer, which may still be registered (remove it with `benthos-kinesis efo deregister`).").
 					Default(false),
 			).
 				Description("Settings of the `efo` reader."),

@@ -34,30 +34,52 @@ func StartPipelineLogged(t testing.TB, inputYAML string, out *Collector, logs io
 // StartPipelineFunc is StartPipelineLogged with any function as the output.
 func StartPipelineFunc(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer) *Pipeline {
 	t.Helper()
-	return startPipeline(t, inputYAML, consume, logs, nil)
+	return StartPipelineWith(t, inputYAML, consume, Options{Logs: logs})
+}
+
+// Options are what a test observes of a pipeline.
+type Options struct {
+	// Logs receives the pipeline's logs from level info up; nil: warnings
+	// and errors go to stdout.
+	Logs io.Writer
+	// Metrics receives the pipeline's counters and gauges; nil: none.
+	Metrics *Metrics
+	// Threads and Processor, when Processor is set, put a processor stage
+	// between the input and the output, as a pipeline section does.
+	Threads   int
+	Processor string
 }
 
 // StartPipelineThreads is StartPipeline with a processor stage between the
 // input and the output: threads pipeline threads running the processor
-// (YAML), as a pipeline section does.
+// (YAML).
 func StartPipelineThreads(t testing.TB, inputYAML string, out *Collector, threads int, processor string) *Pipeline {
 	t.Helper()
-	return startPipeline(t, inputYAML, out.Consume, nil, func(sb *service.StreamBuilder) {
-		sb.SetThreads(threads)
-		if err := sb.AddProcessorYAML(processor); err != nil {
-			t.Fatal(err)
-		}
-	})
+	return StartPipelineWith(t, inputYAML, out.Consume, Options{Threads: threads, Processor: processor})
 }
 
-func startPipeline(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, logs io.Writer, with func(*service.StreamBuilder)) *Pipeline {
+// StartPipelineWith is StartPipelineFunc with the logs and metrics of opts.
+func StartPipelineWith(t testing.TB, inputYAML string, consume service.MessageBatchHandlerFunc, opts Options) *Pipeline {
 	t.Helper()
 	sb := service.NewStreamBuilder()
-	if with != nil {
-		with(sb)
+	if opts.Metrics != nil {
+		env := service.NewEnvironment()
+		if err := opts.Metrics.register(env, "inputtest_metrics"); err != nil {
+			t.Fatal(err)
+		}
+		sb = env.NewStreamBuilder()
+		if err := sb.SetMetricsYAML("inputtest_metrics: {}"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if logs != nil {
-		sb.SetLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if opts.Processor != "" {
+		sb.SetThreads(opts.Threads)
+		if err := sb.AddProcessorYAML(opts.Processor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.Logs != nil {
+		sb.SetLogger(slog.New(slog.NewTextHandler(opts.Logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	} else {
 		sb.SetLoggerYAML("level: warn")
 	}

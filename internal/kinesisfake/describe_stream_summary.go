@@ -8,9 +8,9 @@ import (
 //
 // AWS describes a stream without its shards, in any status, and allows 20
 // calls per second per account (LimitExceededException beyond). The fake does
-// the same. Retention is reported as 24 hours (the fake never trims), the mode
-// as PROVISIONED, encryption as NONE; ConsumerCount counts registered consumers
-// in every status.
+// the same. Retention is reported as 24 hours (the fake trims only on a
+// test's TrimShard), the mode as PROVISIONED, encryption as NONE;
+// ConsumerCount counts registered consumers in every status.
 
 type describeStreamSummaryInput struct {
 	StreamName string

@@ -35,7 +35,8 @@
 // Sequence numbers are 56-digit decimal strings, strictly increasing within a
 // shard, each above its shard's StartingSequenceNumber; shard ids are
 // shardId-000000000000 and up; CreateStream splits the 128-bit hash key space
-// evenly. Data is never trimmed (retention is reported as 24 hours).
+// evenly. Retention is reported as 24 hours, but records are trimmed only
+// when a test calls TrimShard (see retention.go).
 //
 // # Design
 //
@@ -136,6 +137,6 @@
 // # Helpers
 //
 // For tests, without HTTP, quotas or faults: CreateStream, DeleteStream, Put,
-// PutWithHashKey, PutToShard, SplitShard, MergeShards, Shards, ShardRecords,
-// RegisterConsumer, ConsumerARN, StreamARN, Subscriptions.
+// PutWithHashKey, PutToShard, SplitShard, MergeShards, TrimShard, Shards,
+// ShardRecords, RegisterConsumer, ConsumerARN, StreamARN, Subscriptions.
 package kinesisfake

@@ -13,7 +13,9 @@ import (
 // iterator expires after 5 minutes. A shard takes 5 calls per second
 // (ProvisionedThroughputExceededException beyond). The fake does the same; the
 // lifetime is IteratorLifetime. LATEST points just after the shard's newest
-// record when the iterator is made, so records put afterwards are read.
+// record when the iterator is made, so records put afterwards are read. A
+// sequence number older than the trim horizon is an InvalidArgumentException
+// (see retention.go).
 
 type getShardIteratorInput struct {
 	StreamName             string
@@ -39,7 +41,7 @@ func (s *Server) getShardIterator(c *call) (any, error) {
 		if err != nil {
 			return err
 		}
-		pos, err := startPos(sh, in.ShardIteratorType, in.StartingSequenceNumber, in.Timestamp, "StartingSequenceNumber")
+		pos, err := startPos(sh, in.ShardIteratorType, in.StartingSequenceNumber, in.Timestamp, c.op, "StartingSequenceNumber")
 		if err != nil {
 			return err
 		}

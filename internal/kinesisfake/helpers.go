@@ -159,7 +159,8 @@ func (s *Server) Shards(stream string) ([]types.Shard, error) {
 	return out, err
 }
 
-// ShardRecords returns a copy of every record stored in a shard, oldest first.
+// ShardRecords returns a copy of every record left in a shard (not trimmed),
+// oldest first.
 func (s *Server) ShardRecords(stream, shardID string) ([]types.Record, error) {
 	var recs []record
 	err := s.doErr(func(st *state, now time.Time) *apiError {
@@ -171,7 +172,7 @@ func (s *Server) ShardRecords(stream, shardID string) ([]types.Record, error) {
 		if err != nil {
 			return err
 		}
-		recs = sh.records[:len(sh.records):len(sh.records)]
+		recs = sh.records[sh.trimmed:len(sh.records):len(sh.records)]
 		return nil
 	})
 	if err != nil {

@@ -24,10 +24,10 @@ import (
 //
 // The stream must be ACTIVE or UPDATING (ResourceInUseException otherwise);
 // 1,000 calls per second per stream (LimitExceededException beyond). The fake
-// does all of this. It never trims data, so the trim horizon is the later of
-// the stream's creation and 24 hours ago. A NextToken carries the filter of
-// the call that started the listing; a ShardFilter sent with a NextToken is
-// ignored.
+// does all of this. It never removes shards (TrimShard trims records only), so
+// the trim horizon is the later of the stream's creation and 24 hours ago. A
+// NextToken carries the filter of the call that started the listing; a
+// ShardFilter sent with a NextToken is ignored.
 
 type shardFilterInput struct {
 	Type      string

@@ -16,11 +16,12 @@ const (
 )
 
 // startPos returns the index in sh.records where a reader starting at the
-// given position begins. seqField names the request field for error messages.
-func startPos(sh *shard, typ, seq string, ts *epochTime, seqField string) (int, *apiError) {
+// given position begins, never before the trim horizon (see retention.go). op
+// and seqField name the operation and the request field for error messages.
+func startPos(sh *shard, typ, seq string, ts *epochTime, op, seqField string) (int, *apiError) {
 	switch typ {
 	case posTrimHorizon:
-		return 0, nil
+		return sh.trimmed, nil
 	case posLatest:
 		return len(sh.records), nil
 	case posAtTimestamp:
@@ -28,7 +29,7 @@ func startPos(sh *shard, typ, seq string, ts *epochTime, seqField string) (int, 
 			return 0, errf(CodeInvalidArgument, "Must specify timestampInMillis parameter for iterator of type AT_TIMESTAMP. Current request has no timestamp parameter.")
 		}
 		t := ts.Time
-		return sort.Search(len(sh.records), func(i int) bool { return !sh.records[i].arrival.Before(t) }), nil
+		return max(sh.trimmed, sort.Search(len(sh.records), func(i int) bool { return !sh.records[i].arrival.Before(t) })), nil
 	case posAtSequence, posAfterSequence:
 		if seq == "" {
 			return 0, errf(CodeInvalidArgument, "Must specify %s for iterator of type %s.", seqField, typ)
@@ -42,6 +43,10 @@ func startPos(sh *shard, typ, seq string, ts *epochTime, seqField string) (int, 
 		}
 		if p.streamSerial != sh.stream.serial || p.shardIndex != sh.index {
 			return 0, errf(CodeInvalidArgument, "Invalid %s. It encodes %s, while it was used in a call to a shard with %s", seqField, shardIDFor(p.shardIndex), sh.id)
+		}
+		if sh.pastHorizon(p.counter, typ == posAfterSequence) {
+			return 0, errf(CodeInvalidArgument, "StartingSequenceNumber %s used in %s on shard %s in stream %s is invalid: it is older than the stream's retention period (trimmed).",
+				seq, op, sh.id, sh.stream.arn)
 		}
 		if typ == posAtSequence {
 			return sort.Search(len(sh.records), func(i int) bool { return sh.records[i].counter >= p.counter }), nil
@@ -66,11 +71,11 @@ type readResult struct {
 // read takes up to maxRecs records (at least one if any) of at most maxBytes
 // from pos. The returned slice aliases the shard's records, which are never
 // modified once appended, so it can be encoded outside the state goroutine.
+//
+// A position among trimmed records reads from the oldest record left.
 func (sh *shard) read(pos, maxRecs, maxBytes int, endWithRecords bool, now time.Time) readResult {
 	n := len(sh.records)
-	if pos > n {
-		pos = n
-	}
+	pos = min(max(pos, sh.trimmed), n)
 	end, size := pos, 0
 	for end < n && end-pos < maxRecs {
 		rs := sh.records[end].size()

@@ -61,6 +61,10 @@ type shard struct {
 	initial      bool      // made by CreateStream
 
 	records []record
+	// trimmed counts the records at the front of records that are past
+	// retention (see retention.go): kept in memory so that positions stay
+	// indexes into records, but never read.
+	trimmed int
 	notify  chan struct{} // closed when records arrive or the shard closes
 }
 

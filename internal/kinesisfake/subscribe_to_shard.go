@@ -20,11 +20,13 @@ import (
 // stream are HTTP errors: an unknown consumer, stream or shard is
 // ResourceNotFoundException, a consumer that is not ACTIVE is
 // ResourceInUseException, more than 1 call per second per consumer and shard
-// is LimitExceededException, and a second successful subscribe of the same
-// consumer and shard within 5 s of the previous one is ResourceInUseException.
-// A subscribe 5 s or more later takes the subscription over. A subscription
-// lasts at most 5 minutes and then ends cleanly. Errors during the stream
-// arrive as exception frames (:message-type exception, :exception-type code).
+// is LimitExceededException, a starting sequence number older than the trim
+// horizon is InvalidArgumentException (see retention.go), and a second
+// successful subscribe of the same consumer and shard within 5 s of the
+// previous one is ResourceInUseException. A subscribe 5 s or more later takes
+// the subscription over. A subscription lasts at most 5 minutes and then ends
+// cleanly. Errors during the stream arrive as exception frames (:message-type
+// exception, :exception-type code).
 //
 // The fake does the same, over HTTP/2 (TLS or h2c) or HTTP/1.1 (chunked).
 // Choices where AWS is silent or vague:
@@ -154,7 +156,7 @@ func (st *state) subscribe(in *subscribeInput, now time.Time) (*subscription, *a
 		return nil, errf(CodeResourceInUse, "Another active subscription exists for consumer %s on shard %s; a new one may take it over %v after it started.", cons.arn, sh.id, st.s.cfg.subTakeover)
 	}
 	sp := in.StartingPosition
-	pos, err := startPos(sh, sp.Type, sp.SequenceNumber, sp.Timestamp, "StartingPosition.SequenceNumber")
+	pos, err := startPos(sh, sp.Type, sp.SequenceNumber, sp.Timestamp, "SubscribeToShard", "StartingPosition.SequenceNumber")
 	if err != nil {
 		return nil, err
 	}

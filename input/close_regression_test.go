@@ -1,0 +1,58 @@
+package input
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestCloseBoundsDeregister: with efo.deregister_on_close, a
+// DeregisterStreamConsumer call that the endpoint accepts and never answers
+// no longer holds Close: it gives up after the input's deregister timeout,
+// saying that the consumer may still be registered and how to remove it.
+//
+// Before the fix Close passed Benthos' context (context.Background()) to the
+// call and waited for ever: here, until the fake's hour-long hold.
+func TestCloseBoundsDeregister(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	in, err := newTestInput(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, deregister_on_close: true }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.deregisterTimeout = 300 * time.Millisecond
+	if err := in.Connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	arn := srv.ConsumerARN("orders", "app")
+	if arn == "" {
+		t.Fatal("Connect registered no consumer")
+	}
+	srv.DelayNext("DeregisterStreamConsumer", 1, time.Hour)
+
+	done := make(chan error, 1)
+	go func() { done <- in.Close(context.Background()) }()
+	var closeErr error
+	select {
+	case closeErr = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return within 20 s of being called while DeregisterStreamConsumer got no answer")
+	}
+	if srv.Calls("DeregisterStreamConsumer") == 0 {
+		t.Fatal("Close made no DeregisterStreamConsumer call: the test proves nothing")
+	}
+	if closeErr == nil {
+		t.Fatal("Close returned no error though the consumer was not deregistered")
+	}
+	for _, want := range []string{arn, "may still be registered", "benthos-kinesis efo deregister --stream " + srv.StreamARN("orders") + " --consumer-name app"} {
+		if !strings.Contains(closeErr.Error(), want) {
+			t.Errorf("Close's error does not say %q: %v", want, closeErr)
+		}
+	}
+	t.Logf("Close: %v", closeErr)
+	if srv.ConsumerARN("orders", "app") != arn {
+		t.Error("the consumer is gone though its deregistration got no answer")
+	}
+}
