@@ -3,7 +3,10 @@ package input
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,5 +166,49 @@ func TestPersistentRejectionDoesNotStopTheShard(t *testing.T) {
 	p.Stop(t)
 	if !inputtest.AfterCheckpoint(poison, inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))) {
 		t.Fatalf("the checkpoint passed the always rejected record %s (seq %s)", poison.Data, poison.Seq)
+	}
+}
+
+// TestStuckCheckpointIsMeasuredAndWarned: behind a record the output keeps
+// rejecting, the shard reads on, and every record read past the stuck
+// checkpoint would come again after a restart. The input says so: the gauge
+// kinesis_records_past_checkpoint counts them and a warning comes once they
+// pass ten times checkpoint.limit. Once the record is accepted, the
+// checkpoint moves to the end and the gauge drops to zero.
+func TestStuckCheckpointIsMeasuredAndWarned(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	want := fakeProduce(t, srv, "orders", "r", 300, 7)
+	dir := t.TempDir()
+	conf := fakeYAML(srv, "orders", "{ dir: '"+dir+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }")
+	out := &inputtest.Collector{}
+	var poisoned atomic.Bool
+	poisoned.Store(true)
+	out.Reject = func(b []inputtest.Got) bool {
+		return poisoned.Load() && slices.ContainsFunc(b, func(m inputtest.Got) bool { return m.Data == "r-0000005" })
+	}
+	logs := &inputtest.Logs{}
+	metrics := &inputtest.Metrics{}
+	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
+	past := func() int64 { return metrics.Counter("kinesis_records_past_checkpoint", "stream", "orders") }
+	// Everything but the poisoned batch (of at most 10 records, so the shard
+	// has room to read on) arrives; the records past the checkpoint are all
+	// of them from the poisoned batch on.
+	if !eventually(30*time.Second, func() bool { return out.Count() >= 290 && past() >= 295 }) {
+		t.Fatalf("%d records delivered, %d past the checkpoint", out.Count(), past())
+	}
+	if !strings.Contains(logs.String(), "records were read past the shard's checkpoint") {
+		t.Fatalf("no warning about the records piling up past the stuck checkpoint; logs:\n%s", logs)
+	}
+	poisoned.Store(false)
+	p.StopWhen(t, out, len(want), time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	if n := past(); n != 0 {
+		t.Fatalf("kinesis_records_past_checkpoint is %d once everything was acknowledged", n)
+	}
+	cps := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+	for _, m := range out.All() {
+		if inputtest.AfterCheckpoint(m, cps) {
+			t.Fatalf("record %s is after the final checkpoint %+v", m.Data, cps.Shards)
+		}
 	}
 }

@@ -1,0 +1,89 @@
+package input
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestBatchPolicyProcessorErrorsAreDelivered: a processor of the batch
+// policy that fails flags the messages with its error (Benthos' way); they
+// are delivered and acknowledged like any other, the checkpoint moves on,
+// and nothing says auto_replay_nacks is false (it is not).
+func TestBatchPolicyProcessorErrorsAreDelivered(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	want := fakeProduce(t, srv, "orders", "r", 50, 3)
+	dir := t.TempDir()
+	out := &inputtest.Collector{}
+	logs := &inputtest.Logs{}
+	conf := fakeInput(srv, "orders", dir, `reader: polling
+batching:
+  count: 10
+  period: 50ms
+  processors:
+    - mapping: 'root = if content().string().has_suffix("7") { throw("no sevens") } else { content() }'`)
+	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
+	p.StopWhen(t, out, len(want), time.Minute)
+	msgs := out.All()
+	inputtest.CheckDelivery(t, msgs, want, true)
+	flagged := 0
+	for _, m := range msgs {
+		if (m.Err != "") != strings.HasSuffix(m.Data, "7") {
+			t.Fatalf("record %s: error flag %q", m.Data, m.Err)
+		}
+		if m.Err != "" {
+			flagged++
+		}
+	}
+	if flagged != 5 {
+		t.Fatalf("%d records flagged, want 5", flagged)
+	}
+	cps := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+	for _, m := range msgs {
+		if inputtest.AfterCheckpoint(m, cps) {
+			t.Fatalf("record %s is after the final checkpoint %+v: the flagged records held it", m.Data, cps.Shards)
+		}
+	}
+	if strings.Contains(logs.String(), "auto_replay_nacks is false") {
+		t.Fatalf("logged that auto_replay_nacks is false, which it is not:\n%s", logs)
+	}
+}
+
+// TestStopDuringBatchPolicyFlushLosesNothing: Benthos drops a batch whose
+// policy processors are interrupted by the end of their context (v4.60.0
+// logs "the batch has been dropped" and returns nothing), as on a stop while
+// a slow processor runs. Before the fix the input took the empty result for
+// "the processors dropped every message" and acknowledged the records: the
+// checkpoint passed them and they were lost at the restart.
+func TestStopDuringBatchPolicyFlushLosesNothing(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	want := fakeProduce(t, srv, "orders", "r", 5, 2)
+	dir := t.TempDir()
+	metrics := &inputtest.Metrics{}
+	out := &inputtest.Collector{}
+	slow := fakeInput(srv, "orders", dir, `reader: polling
+batching:
+  count: 5
+  processors:
+    - sleep: { duration: 1m }`)
+	p := inputtest.StartPipelineWith(t, slow, out.Consume, inputtest.Options{Metrics: metrics})
+	waitUntil(t, 30*time.Second, func() bool { return metrics.Counter("kinesis_records_read") >= 5 })
+	p.Stop(t)
+	if n := out.Count(); n != 0 {
+		t.Fatalf("%d records delivered through a processor sleeping a minute", n)
+	}
+	cps := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+	for id, cp := range cps.Shards {
+		if cp.Position != nil {
+			t.Fatalf("shard %s checkpointed at %v, past records that never reached the output", id, cp.Position)
+		}
+	}
+
+	out2 := &inputtest.Collector{}
+	p2 := inputtest.StartPipeline(t, fakeInput(srv, "orders", dir, "reader: polling"), out2)
+	p2.StopWhen(t, out2, len(want), 30*time.Second)
+	inputtest.CheckDelivery(t, out2.All(), want, true)
+}
