@@ -439,6 +439,10 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		}
 	}
 	r.s.in.log.Debugf("stream %s shard %s: read to its end", r.s.name, r.info.id)
+	// Benthos' metrics API cannot remove a series: a finished shard's gauges
+	// go to zero, so that no dashboard shows lag of a shard that is done.
+	r.s.in.metrics.millisBehind.Set(0, r.s.name, r.info.id)
+	r.s.in.metrics.pastCheckpoint.Set(0, r.s.name, r.info.id)
 	ev.ended = true
 	for _, c := range b.ChildShards {
 		ev.children = append(ev.children, childShardInfo(c))

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -52,5 +53,25 @@ func TestPacerKeepsTheGapPerKey(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < gap {
 		t.Fatalf("waited %v, want at least %v", waited, gap)
+	}
+}
+
+// TestPacerForgetsStaleKeys: keys of shards that are never read again (gone
+// past retention, of a stream created again) must not pile up. Before the
+// fix every key stayed for the life of the publisher.
+func TestPacerForgetsStaleKeys(t *testing.T) {
+	p := New(time.Nanosecond) // every key is stale at once
+	for i := range 10_000 {
+		p.Done(fmt.Sprint("shard-", i))
+	}
+	if n := p.Len(); n > 2*minSweep {
+		t.Fatalf("%d keys remembered after 10,000 keys were each called once", n)
+	}
+	q := New(time.Hour) // no key is stale: all are kept
+	for i := range 1000 {
+		q.Done(fmt.Sprint("shard-", i))
+	}
+	if n := q.Len(); n != 1000 {
+		t.Fatalf("%d keys remembered, want all 1000 within the gap", n)
 	}
 }
