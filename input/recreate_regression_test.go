@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,13 +99,19 @@ func recreate(t *testing.T, srv *kinesisfake.Server, stream string, shards int) 
 // acknowledged record of the new stream came again; with latest the records
 // written while the input was stopped were never read.
 func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
-	for _, startFrom := range []string{"trim_horizon", "latest"} {
-		t.Run(startFrom, func(t *testing.T) {
+	polling, efo := "reader: polling", "efo: { consumer_name: app }"
+	for _, c := range []struct{ name, startFrom, reader string }{
+		{"polling, trim_horizon", "trim_horizon", polling},
+		{"polling, latest", "latest", polling},
+		{"efo, trim_horizon", "trim_horizon", efo},
+		{"efo, latest", "latest", efo},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newFake(t, kinesisfake.Stream("orders", 1))
 			dir := t.TempDir()
-			conf := strings.Replace(fakeInput(srv, "orders", dir, "reader: polling\nshard_discovery_interval: 1s"),
-				"start_from: trim_horizon", "start_from: "+startFrom, 1)
+			conf := strings.Replace(fakeInput(srv, "orders", dir, c.reader+"\nshard_discovery_interval: 1s"),
+				"start_from: trim_horizon", "start_from: "+c.startFrom, 1)
 			arn := srv.StreamARN("orders")
 
 			out := &inputtest.Collector{}
@@ -173,4 +180,50 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	if _, ok := s.state.Shards[child.id]; !ok {
 		t.Fatal("a child reported by a current reader was not pinned")
 	}
+}
+
+// TestReplaysOfTheOldStreamAfterARecreate: batches of the old stream that
+// the output rejected are still replayed after the stream was deleted and
+// created again (they were read and never processed: at least once holds
+// for them), and their acknowledgement cannot touch the new stream's
+// checkpoints.
+func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling\nshard_discovery_interval: 1s")
+	old := fakeProduce(t, srv, "orders", "old", 5, 1)
+	out := &inputtest.Collector{}
+	var rejectOld atomic.Bool
+	rejectOld.Store(true)
+	rejections := atomic.Int64{}
+	out.Reject = func(b []inputtest.Got) bool {
+		if rejectOld.Load() && strings.HasPrefix(b[0].Data, "old") {
+			rejections.Add(1)
+			return true
+		}
+		return false
+	}
+	p := inputtest.StartPipeline(t, conf, out)
+	waitUntil(t, 30*time.Second, func() bool { return rejections.Load() >= 2 })
+	recreate(t, srv, "orders", 1)
+	newer := fakeProduce(t, srv, "orders", "new", 5, 1)
+	out.WaitFor(t, len(newer), 30*time.Second)
+	rejectOld.Store(false)
+	want := maps.Clone(newer)
+	maps.Copy(want, old)
+	p.StopWhen(t, out, len(want), 30*time.Second)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+
+	// The new stream's checkpoint is its own last record.
+	cps := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+	for _, m := range out.All() {
+		if strings.HasPrefix(m.Data, "new") && inputtest.AfterCheckpoint(m, cps) {
+			t.Fatalf("record %s of the new stream is after its checkpoint %+v", m.Data, cps.Shards)
+		}
+	}
+	out2 := &inputtest.Collector{}
+	more := fakeProduce(t, srv, "orders", "more", 3, 1)
+	p2 := inputtest.StartPipeline(t, conf, out2)
+	p2.StopWhen(t, out2, len(more), 30*time.Second)
+	inputtest.CheckDelivery(t, out2.All(), more, true)
 }

@@ -2,6 +2,8 @@ package input
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -174,7 +176,24 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
 	var fallback *trimFallback
+	verify := false // the last failure may mean the stream was deleted: check before reading
 	for {
+		if verify {
+			if err := r.sameShard(ctx, start); err != nil {
+				if errors.Is(err, errRecreated) {
+					r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
+					<-ctx.Done()
+					return
+				}
+				wait := bo.Next()
+				r.s.in.log.Errorf("stream %s shard %s: %v; checking again in %v", r.s.name, r.info.id, err, wait.Round(time.Millisecond))
+				if backoff.Sleep(ctx, wait) != nil {
+					return
+				}
+				continue
+			}
+			verify = false
+		}
 		var last string
 		from := start
 		if fallback != nil {
@@ -205,10 +224,28 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if fallback == nil && isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException") {
-			fallback = &trimFallback{from: start}
-			r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position", r.s.name, r.info.id, start, err)
-			continue
+		if awserr.Is(err, "ResourceNotFoundException") || awserr.Is(err, "InvalidArgumentException") {
+			// The stream may have been deleted, and created again under its
+			// name: a read of the new one under this reader (whose state is
+			// the old stream's) would deliver what the new stream's own
+			// readers deliver again. Read on only once the shard listed is
+			// known to be this one; discovery resets the stream otherwise.
+			if serr := r.sameShard(ctx, start); serr != nil {
+				err = fmt.Errorf("%w; the shard is not read again until it is known to be the same: %v", err, serr)
+				if errors.Is(serr, errRecreated) {
+					r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
+					<-ctx.Done()
+					return
+				}
+				verify = true
+			} else {
+				verify = false
+				if fallback == nil && isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException") {
+					fallback = &trimFallback{from: start}
+					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position", r.s.name, r.info.id, start, err)
+					continue
+				}
+			}
 		}
 		wait := bo.Next()
 		next := start.String()
