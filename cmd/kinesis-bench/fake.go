@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -20,7 +21,8 @@ const (
 
 type fakeConfig struct {
 	records, shards, size, aggregate int
-	set                              settings // of the input's configuration
+	set                              settings      // of the input's configuration
+	outputDelay                      time.Duration // each batch's time in the input scenarios' output
 }
 
 // fake is the one fake Kinesis every scenario reads: TLS with HTTP/2 as AWS

@@ -4,13 +4,15 @@
 // for every scenario. It prints a table whose ratios compare each scenario
 // with its baseline measured in the same round:
 //
-//	input-polling / sdk-polling, input-efo / sdk-efo, input-efo-kpl / input-efo
+//	input-polling / sdk-polling, input-efo / sdk-efo, input-efo-kpl / input-efo,
+//	input-*-strict / input-* (what strict_order costs)
 //
 // Usage:
 //
 //	kinesis-bench -records 200000 -shards 4 -size 200 -rounds 3
 //	kinesis-bench -scenarios input-efo -cpuprofile efo.pprof
 //	kinesis-bench -scenarios input-efo -set auto_replay_nacks=false
+//	kinesis-bench -scenarios input-efo-strict -shards 1 -output-delay 2ms
 //
 // A scenario's baseline always runs with it. Each round runs every scenario
 // once, in the order of the table, after -warmup rounds that are not
@@ -49,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		rounds     = fs.Int("rounds", 3, "rounds; the table shows the median of each figure")
 		warmup     = fs.Int("warmup", 1, "rounds run first and not reported (the first runs of a process pay for growing its heap)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the runs (labelled scenario=<name>) to this file")
+		outDelay   = fs.Duration("output-delay", 0, "time the input scenarios' output takes for each batch, as a real output's round trip does")
 		set        settings
 	)
 	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")
@@ -63,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-scenarios %q: %w", *names, err)
 	}
 
-	f, err := newFake(fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, selected)
+	f, err := newFake(fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set, outputDelay: *outDelay}, selected)
 	if err != nil {
 		return err
 	}

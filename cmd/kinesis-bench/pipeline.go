@@ -25,7 +25,8 @@ import (
 const runTimeout = 2 * time.Minute
 
 // readWithInput reads stream through the input in a Benthos pipeline whose
-// output counts and acknowledges every batch. It measures from starting the
+// output counts and acknowledges every batch (after -output-delay, one batch
+// at a time). It measures from starting the
 // stream (Connect included) to the acknowledgement of the last record; then
 // it stops the stream, so that records read twice would show in the count.
 //
@@ -59,6 +60,9 @@ func readWithInput(ctx context.Context, f *fake, m *meter, stream string, fields
 				return err
 			}
 			n += len(data)
+		}
+		if f.cfg.outputDelay > 0 {
+			time.Sleep(f.cfg.outputDelay)
 		}
 		m.count(len(batch), n)
 		if m.records.Load() >= int64(f.cfg.records) {

@@ -22,8 +22,10 @@ type scenario struct {
 var scenarios = []scenario{
 	{name: "sdk-polling", stream: streamPlain, read: sdkPolling},
 	{name: "input-polling", baseline: "sdk-polling", stream: streamPlain, read: inputPolling},
+	{name: "input-polling-strict", baseline: "input-polling", stream: streamPlain, read: inputPollingStrict},
 	{name: "sdk-efo", stream: streamPlain, read: sdkEFO},
 	{name: "input-efo", baseline: "sdk-efo", stream: streamPlain, read: inputEFO},
+	{name: "input-efo-strict", baseline: "input-efo", stream: streamPlain, read: inputEFOStrict},
 	{name: "input-efo-kpl", baseline: "input-efo", stream: streamKPL, read: inputEFOKPL},
 }
 
