@@ -27,6 +27,9 @@ import (
 type ackTracker struct {
 	limit  int
 	strict bool
+	// report, when set, is told of every change of behind, under the lock
+	// (so a gauge never ends on a stale value).
+	report func(behind int)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever pending drops
@@ -103,7 +106,7 @@ func (t *ackTracker) TryTrack(pos checkpoint.Position, n int) *tracked {
 func (t *ackTracker) track(pos checkpoint.Position, n int) *tracked {
 	e := &tracked{pos: pos, n: n, span: n}
 	t.pending += n
-	t.behind += n
+	t.addBehind(n)
 	if t.frozen {
 		e.detached = true
 	} else {
@@ -150,7 +153,7 @@ func (t *ackTracker) Grow(e *tracked, pos checkpoint.Position, n int) bool {
 	e.n += n
 	e.span += n
 	t.pending += n
-	t.behind += n
+	t.addBehind(n)
 	return true
 }
 
@@ -194,7 +197,7 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 	h := t.head
 	p := h.pos
 	t.last = &p
-	t.behind -= h.span
+	t.addBehind(-h.span)
 	t.remove(h)
 	return p, true
 }
@@ -213,6 +216,14 @@ func (t *ackTracker) freezeAt(e *tracked) {
 		e.next = nil
 	}
 	t.tail = e
+}
+
+// addBehind changes behind by n. Must hold t.mu.
+func (t *ackTracker) addBehind(n int) {
+	t.behind += n
+	if t.report != nil {
+		t.report(t.behind)
+	}
 }
 
 func (t *ackTracker) push(e *tracked) {

@@ -96,3 +96,33 @@ func TestWithoutStrictOrderBatchesOvertakeAReplay(t *testing.T) {
 	}
 	t.Logf("%d times a record came after a later record of its shard", n)
 }
+// TestStrictOrderWithBatchPolicy: strict_order with a batch policy
+// (count and period) and nacks replayed: every record once, in shard order.
+func TestStrictOrderWithBatchPolicy(t *testing.T) {
+	for _, c := range []struct{ name, extra string }{
+		{"count+period", "batching: { count: 7, period: 20ms }"},
+		{"period only", "batching: { period: 5ms }"},
+		{"count over limit", "batching: { count: 80, period: 20ms }"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			want := fakeProduce(t, srv, "orders", "r", 1000, 40)
+			out := &inputtest.Collector{Slow: 2 * time.Millisecond}
+			rejected := rejectOnce(out, 97)
+			conf := fakeYAML(srv, "orders", fmt.Sprintf("{ dir: '%s', limit: 50 }", t.TempDir()), "reader: polling\nstrict_order: true\n"+c.extra)
+			p := inputtest.StartPipelineThreads(t, conf, out, 2, "noop: {}")
+			p.StopWhen(t, out, len(want), time.Minute)
+			if rejected() < 5 {
+				t.Fatalf("only %d rejections", rejected())
+			}
+			msgs := out.All()
+			inputtest.CheckDelivery(t, msgs, want, true)
+			for i := 1; i < len(msgs); i++ {
+				if !msgs[i-1].Position().Less(msgs[i].Position()) {
+					t.Fatalf("out of order at %d", i)
+				}
+			}
+		})
+	}
+}

@@ -68,6 +68,9 @@ func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, e
 		conv:    newConverter(s, info, cp.Position),
 	}
 	r.tracker.strict = s.in.conf.StrictOrder
+	r.tracker.report = func(behind int) {
+		s.in.metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
+	}
 	r.warnBehind = behindWarnFactor * r.tracker.limit
 	if cp.Position != nil {
 		p := *cp.Position
@@ -425,17 +428,15 @@ func (r *shardReader) ack(e *tracked, err error) {
 	}
 	if moved {
 		r.s.setPosition(r.info.id, pos, r.epoch)
-		r.s.in.metrics.pastCheckpoint.Set(int64(r.tracker.Behind()), r.s.name, r.info.id)
 	}
 }
 
-// watchBehind publishes how many records were read past the shard's
-// checkpoint, and warns while that keeps growing: a batch the output keeps
-// rejecting holds the checkpoint, and a restart would read them all again.
-// Only the reader's goroutine calls it.
+// watchBehind warns while the records read past the shard's checkpoint keep
+// growing: a batch the output keeps rejecting holds the checkpoint, and a
+// restart would read them all again (the tracker reports the count to the
+// gauge kinesis_records_past_checkpoint). Only the reader's goroutine calls it.
 func (r *shardReader) watchBehind() {
 	behind := r.tracker.Behind()
-	r.s.in.metrics.pastCheckpoint.Set(int64(behind), r.s.name, r.info.id)
 	first := behindWarnFactor * r.tracker.limit
 	switch {
 	case behind < first:
