@@ -96,6 +96,7 @@ func TestWithoutStrictOrderBatchesOvertakeAReplay(t *testing.T) {
 	}
 	t.Logf("%d times a record came after a later record of its shard", n)
 }
+
 // TestStrictOrderWithBatchPolicy: strict_order with a batch policy
 // (count and period) and nacks replayed: every record once, in shard order.
 func TestStrictOrderWithBatchPolicy(t *testing.T) {
