@@ -208,7 +208,7 @@ func TestMergeWaitsForAParentLearntLater(t *testing.T) {
 
 // TestChildWaitsForDurableParentEnd: a parent reaches its end but the
 // commit of that end fails (disk full, EIO). The child must not be read while
-// the parent's end is not checkpointed (DESIGN: "read only after every parent
+// the parent's end is not checkpointed (the design: "read only after every parent
 // has been read to its end and that end checkpointed").
 //
 // Before a fix, setEnded marks the parent Ended in memory before the commit

@@ -17,11 +17,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// shardReader reads one shard: a publisher goroutine fetches batches and
-// hands them over one at a time (so a slow pipeline stops the fetching, not
-// grows a queue); the reader's own loop turns them into Benthos batches,
-// tracks them until acknowledged and, at the shard's end, waits for the last
-// acknowledgement and commits the end before reporting it.
 // heldBatch is converted records waiting to be emitted, with the position of
 // each.
 type heldBatch struct {
@@ -29,6 +24,11 @@ type heldBatch struct {
 	positions []checkpoint.Position
 }
 
+// shardReader reads one shard: a publisher goroutine fetches batches and
+// hands them over one at a time (so a slow pipeline stops the fetching, not
+// grows a queue); the reader's own loop turns them into Benthos batches,
+// tracks them until acknowledged and, at the shard's end, waits for the last
+// acknowledgement and commits the end before reporting it.
 type shardReader struct {
 	s       *streamReader
 	info    shardInfo

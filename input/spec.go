@@ -7,7 +7,7 @@ import (
 // Name is the component name the input registers under.
 const Name = "aws_kinesis_streams"
 
-// Field names: the config contract (see DESIGN.md).
+// Field names: the config contract, which tests, docs and example configs use.
 const (
 	fStreams                = "streams"
 	fRegion                 = "region"
