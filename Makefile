@@ -54,8 +54,10 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
+# Most tests wait on the network, timers and child processes rather than
+# the CPU: four at a time per package keeps both cores busy.
 unit:
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -parallel 4 -timeout 20m ./...
 
 RESOURCES := $(addprefix -r ,$(wildcard resources/*.yaml))
 config-test: $(BIN)/benthos-kinesis

@@ -15,6 +15,7 @@ import (
 // undetached unpopped entries, and never two acknowledged entries side by
 // side.
 func TestAckTrackerModel(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(0); seed < 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		tr := newAckTracker(1 << 30)

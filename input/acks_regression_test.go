@@ -81,6 +81,7 @@ func TestAckTrackerFreezeOfAFullBatchLeavesRoom(t *testing.T) {
 // output rejects the batch holding r-0000003 once; that record is not
 // delivered again in this run, but the other 90 are.
 func TestFreezeDoesNotStopTheShard(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	fakeProduce(t, srv, "orders", "r", 100, 1)
 	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 10 }", "reader: polling\npolling: { limit: 10 }\nauto_replay_nacks: false")
@@ -210,6 +211,7 @@ output:
 // for two more, which the shard must be free to read (2 records are
 // unacknowledged).
 func TestOutOfOrderAcksIntoCountBatchingOutputDoNotStall(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	fakeProduce(t, srv, "orders", "r", 40, 1)
 	// check: true flushes every record: one record per input batch (count: 1 is a no-op policy).
@@ -232,6 +234,7 @@ processors:
 // in a partial output batch that waits for more messages, which the shard
 // must be free to read although the checkpoint cannot pass r-0000000 yet.
 func TestReplayIntoCountBatchingOutputDoesNotStall(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	fakeProduce(t, srv, "orders", "r", 40, 1)
 	inConf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 9 }", "reader: polling\nbatching: { check: 'true' }")
@@ -256,6 +259,7 @@ func TestReplayIntoCountBatchingOutputDoesNotStall(t *testing.T) {
 // admits: it would need the 3 acknowledged, which needs 1 more message.
 // emitRead splits the read by the room left, which lets it through.
 func TestSmallThenLargeReadIntoCountBatchingOutputDoesNotStall(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	fakeProduce(t, srv, "orders", "a", 3, 1)
 	inConf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 10 }", "reader: polling")
@@ -272,6 +276,7 @@ func TestSmallThenLargeReadIntoCountBatchingOutputDoesNotStall(t *testing.T) {
 // queue now holds the unacknowledged batches and at most one merged run of
 // acknowledged ones between them.
 func TestAckTrackerMemoryBehindAStuckBatch(t *testing.T) {
+	t.Parallel()
 	tr := newAckTracker(1024)
 	ctx := context.Background()
 	stuck, _ := tr.Track(ctx, pos(0), 1)

@@ -27,6 +27,7 @@ func connectErr(t *testing.T, yaml string) error {
 }
 
 func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	inputtest.CreateStream(t, k.Client(), "orders", 1)
 	file := filepath.Join(t.TempDir(), "a-file")
@@ -67,6 +68,7 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 // exist keeps running, says why at error level with backoff between attempts
 // (no crash loop, no stack trace), and starts reading once the stream exists.
 func TestMissingStreamIsRetriedCalmly(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	logs := &inputtest.Logs{}
 	out := &inputtest.Collector{}

@@ -201,6 +201,7 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 // TestEFOBadConsumerStates: a consumer being deleted, and credentials that
 // may not describe or subscribe, each get an error that says what is wrong.
 func TestEFOBadConsumerStates(t *testing.T) {
+	t.Parallel()
 	t.Run("eager, consumer DELETING", func(t *testing.T) {
 		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(time.Hour))
 		arn, err := srv.RegisterConsumer("orders", "app")
@@ -278,6 +279,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 // goes on from where it stopped; ResourceNotFound is never taken for the end
 // of a shard.
 func TestEFOLazyRegistersAGoneConsumerAgain(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.ConsumerDeletionDelay(500*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 500, 11)
 	logs := &inputtest.Logs{}

@@ -18,6 +18,7 @@ import (
 // two SubscribeToShard calls for one shard less than a second apart, which AWS
 // rejects with LimitExceeded (1 call/s per consumer and shard).
 func TestSubscribeGapAcrossReadRestarts(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	arn, err := srv.RegisterConsumer("orders", "app")
 	if err != nil {

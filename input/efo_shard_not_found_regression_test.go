@@ -25,6 +25,7 @@ import (
 // second per such shard (20 per second per stream is the quota, shared with
 // every instance's startup), no backoff, and the error never surfaced.
 func TestEFOShardNotFoundIsNotAGoneConsumer(t *testing.T) {
+	t.Parallel()
 	const gone, live = "shardId-000000000000", "shardId-000000000001"
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	// Registered and ACTIVE before the input starts: its lazy registration

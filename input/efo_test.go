@@ -95,6 +95,7 @@ func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix s
 // TestEFOExactlyOnceFromFake reads 4 shards of 5,000 records each by
 // fan-out over HTTP/2 through a whole pipeline.
 func TestEFOExactlyOnceFromFake(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 4))
 	want := fakeProducePerShard(t, srv, "orders", "e", 5000, 25)
 	out := &inputtest.Collector{}
@@ -128,6 +129,7 @@ func TestEFOExactlyOnceFromFake(t *testing.T) {
 // the ChildShards of their parents' last events, read after every parent,
 // and nothing is lost.
 func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 1000, 64)
 	out := &inputtest.Collector{}
@@ -191,6 +193,7 @@ func containsShard(msgs []inputtest.Got, shardID string) bool {
 // TestEFODeregisterOnClose: with deregister_on_close a lazy consumer is
 // deregistered at a clean close; without it (the default) it stays.
 func TestEFODeregisterOnClose(t *testing.T) {
+	t.Parallel()
 	for _, deregister := range []bool{false, true} {
 		t.Run(fmt.Sprint("deregister_on_close=", deregister), func(t *testing.T) {
 			srv := newFake(t, kinesisfake.Stream("orders", 1))
@@ -249,6 +252,7 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 // ends while its reads are being joined still hands over its children in
 // order.
 func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
+	t.Parallel()
 	// Events of at most 10 records: any larger batch was joined from reads.
 	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
 	// The output holds its first batch until everything is written, so a

@@ -21,6 +21,7 @@ import (
 // Before the fix the restarted reader retried the refused start for ever
 // (backoff up to 2 minutes) and shard 0 delivered nothing more.
 func TestExpiredCheckpoint(t *testing.T) {
+	t.Parallel()
 	for _, reader := range []struct{ name, yaml string }{
 		{"polling", "reader: polling"},
 		{"efo", "efo: { consumer_name: app }"},

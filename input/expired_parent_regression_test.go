@@ -27,6 +27,7 @@ import (
 // So the children are never read: a permanent, silent-but-for-logs stall that
 // turns into further loss when the children's records expire.
 func TestParentPastRetentionDoesNotBlockChildren(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	const parent = "shardId-000000000000"
 	if _, _, err := srv.Put("orders", "k", []byte("old")); err != nil {

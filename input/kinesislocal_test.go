@@ -27,6 +27,7 @@ checkpoint: { dir: '%s', commit_period: 100ms }
 // TestLocalManyStreamsExactlyOnce reads 3 streams of 4 shards, 2,000 records
 // per shard, through a whole pipeline from kinesis-local.
 func TestLocalManyStreamsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	want := inputtest.Produced{}
@@ -57,6 +58,7 @@ func TestLocalManyStreamsExactlyOnce(t *testing.T) {
 // records are still being written, then starts it again: nothing is lost and
 // nothing repeated.
 func TestLocalCleanRestart(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 4)
@@ -120,6 +122,7 @@ func (r *rejecter) reject(batch []inputtest.Got) bool {
 // rejected batch is delivered again, and while it is rejected the checkpoint
 // of its shard stays before it.
 func TestLocalNackedRecordsComeAgain(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
@@ -174,6 +177,7 @@ func TestLocalNackedRecordsComeAgain(t *testing.T) {
 // rejected record is not delivered again in this run, but the checkpoint never
 // passes it, so the next run reads it again.
 func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
@@ -236,6 +240,7 @@ func containsData(msgs []inputtest.Got, data string) bool {
 // from kinesis-local. kinesis-local does not send the initial-response event
 // aws-sdk-go-v2 needs; a test-only proxy (internal/emulator.EFOProxy) adds it.
 func TestLocalEFOThroughProxy(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)

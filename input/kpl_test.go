@@ -26,6 +26,7 @@ func splitCorrupt(msgs []inputtest.Got) (good, corrupt []inputtest.Got) {
 // records mixed with plain records: every user record once, each shard and
 // partition key in order.
 func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
@@ -54,6 +55,7 @@ func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 // sits inside an aggregate (batches of 7 cut aggregates of 50): the restart
 // resumes inside it, losing and repeating nothing.
 func TestLocalRestartInsideAggregate(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
@@ -68,6 +70,7 @@ func TestLocalRestartInsideAggregate(t *testing.T) {
 // TestLocalCorruptAggregates: corrupt aggregates arrive whole, flagged, and
 // the rest of the shard continues.
 func TestLocalCorruptAggregates(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
@@ -96,6 +99,7 @@ func TestLocalCorruptAggregates(t *testing.T) {
 // TestEFOAggregatedRecordsExactlyOnce reads aggregates mixed with plain
 // records by fan-out from the fake.
 func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 4})
 	out := &inputtest.Collector{}
@@ -112,6 +116,7 @@ func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
 // TestEFORestartInsideAggregate is TestLocalRestartInsideAggregate by
 // fan-out: resuming inside an aggregate uses AT_SEQUENCE_NUMBER there too.
 func TestEFORestartInsideAggregate(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3))
 	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 5})
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ import (
 // ListShards calls throttled, the records written in between were never
 // read.
 func TestLatestIsPinnedWhenTheStreamIsFirstSeen(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	if _, _, err := srv.Put("orders", "k", []byte("before")); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // single call is throttled. Then injected throttling slows reading down
 // without losing anything.
 func TestPollingStaysUnderQuotas(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.Quotas(true))
 	want := fakeProduce(t, srv, "orders", "a", 20000, 53)
 	out := &inputtest.Collector{}

@@ -188,6 +188,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 // for them), and their acknowledgement cannot touch the new stream's
 // checkpoints.
 func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling\nshard_discovery_interval: 1s")

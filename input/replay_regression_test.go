@@ -145,6 +145,7 @@ func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
 // TestAckTrackerMemoryBehindAStuckBatch.) Once the record is accepted, the
 // checkpoint moves to the end and the gauge drops to zero.
 func TestPersistentRejectionDoesNotStopTheShard(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 300, 7)
 	dir := t.TempDir()

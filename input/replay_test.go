@@ -49,6 +49,7 @@ func TestReplaysComeDueInTime(t *testing.T) {
 // delivers the rest exactly once. (Benthos' own nack-replay wrapper hung such
 // stops now and then: TestEFORestartInsideAggregate did, 2 runs in 3.)
 func TestStopWhileBatchesAreRejected(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 300, 7)
 	dir := t.TempDir()

@@ -215,6 +215,7 @@ func TestMergeWaitsForAParentLearntLater(t *testing.T) {
 // and keeps it so when the commit fails; the next schedule (here a discovery
 // tick) starts the child.
 func TestChildWaitsForDurableParentEnd(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	const s0 = "shardId-000000000000"
 	children, err := srv.SplitShard("orders", s0, "")

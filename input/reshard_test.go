@@ -122,6 +122,7 @@ func parentsOf(t *testing.T, api reshardAPI, stream string) map[string][]string 
 // children with its neighbour while the pipeline reads: every record once,
 // each partition key in order, every parent before its children.
 func TestLocalSplitAndMergeWhileReading(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
@@ -163,6 +164,7 @@ func TestLocalSplitAndMergeWhileReading(t *testing.T) {
 // a closed parent's end is committed and before its children are read; the
 // restart reads the children from their start and nothing of the parent again.
 func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
@@ -201,6 +203,7 @@ func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 // closed parent still has unread records: after the restart the parent is
 // finished first, then its children.
 func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)

@@ -11,6 +11,7 @@ import (
 // TestBinaryCommands checks that the binary behaves as any Benthos binary
 // with the input in it: list, create, lint, echo (secrets scrubbed), version.
 func TestBinaryCommands(t *testing.T) {
+	t.Parallel()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)

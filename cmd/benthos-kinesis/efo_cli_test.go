@@ -16,6 +16,7 @@ import (
 // TestEFOCommands drives `benthos-kinesis efo register|describe|list|
 // deregister` against the fake over TLS (trusting it with --ca-file).
 func TestEFOCommands(t *testing.T) {
+	t.Parallel()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)

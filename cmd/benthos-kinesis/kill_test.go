@@ -123,6 +123,7 @@ func waitLines(t *testing.T, path string, n int, within time.Duration) []inputte
 // delivered twice are ones that were not yet acknowledged and committed when
 // the process died.
 func TestSIGKILLLosesNothing(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 4)
@@ -136,6 +137,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 // the kill sits inside that aggregate, just before the stalled batch. No user
 // record is flagged out of its shard's range: the KPL never mixes shards.
 func TestSIGKILLInsideAggregate(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)

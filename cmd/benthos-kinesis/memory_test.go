@@ -139,6 +139,7 @@ func memBound(idle int64) int64 {
 // The pipeline runs one processing thread: with more, Benthos processes
 // batches in parallel and the output can write them out of order.
 func TestSlowOutputMemoryBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the binary for about two minutes")
 	}
