@@ -92,9 +92,9 @@ func TestParentPastRetentionDoesNotBlockChildren(t *testing.T) {
 		return polling.New(client, srv.StreamARN("orders"), polling.Options{})
 	})
 	waitUntil(t, 10*time.Second, func() bool {
-		h.s.mu.Lock()
-		defer h.s.mu.Unlock()
-		_, ok := h.s.state.Shards[parent]
+		h.s.pos.mu.Lock()
+		defer h.s.pos.mu.Unlock()
+		_, ok := h.s.pos.state.Shards[parent]
 		return ok
 	})
 	expired.Store(true) // the parent passes the retention period

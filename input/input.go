@@ -343,7 +343,7 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 	defer in.connMu.Unlock()
 	var errs []error
 	for _, s := range in.streams {
-		if err := s.commit(context.Background()); err != nil {
+		if err := s.pos.commit(context.Background()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -391,7 +391,7 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, s := range in.streams {
-			if err := s.commit(ctx); err != nil && ctx.Err() == nil {
+			if err := s.pos.commit(ctx); err != nil && ctx.Err() == nil {
 				in.log.Errorf("%v", err)
 			}
 		}

@@ -49,9 +49,9 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 	}
 	h := startStreamHarnessWith(t, srv, "", store1, mkPolling)
 	waitUntil(t, 20*time.Second, func() bool {
-		h.s.mu.Lock()
-		defer h.s.mu.Unlock()
-		return h.s.state.Shards["shardId-000000000000"].Ended
+		h.s.pos.mu.Lock()
+		defer h.s.pos.mu.Unlock()
+		return h.s.pos.state.Shards["shardId-000000000000"].Ended
 	})
 	h.stop(t)
 	store1.Close()
@@ -75,9 +75,9 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 	h2 := startStreamHarnessWith(t, srv, "", store2, mkPolling)
 	if !eventually(time.Minute, func() bool { return slices.Contains(h2.data(), "new-0") }) {
 		got := h2.data()
-		h2.s.mu.Lock()
-		cp := h2.s.state.Shards["shardId-000000000000"]
-		h2.s.mu.Unlock()
+		h2.s.pos.mu.Lock()
+		cp := h2.s.pos.state.Shards["shardId-000000000000"]
+		h2.s.pos.mu.Unlock()
 		t.Fatalf("the recreated stream's records were never read (got %q); its shardId-000000000000 carries the old stream's checkpoint %+v", got, cp)
 	}
 }
@@ -168,7 +168,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	if _, ok := s.shards[child.id]; ok {
 		t.Fatal("a child reported by a reader of the old stream was adopted by the new one")
 	}
-	if _, ok := s.state.Shards[child.id]; ok {
+	if _, ok := s.pos.of(child.id); ok {
 		t.Fatal("a child reported by a reader of the old stream was pinned in the new one's state")
 	}
 	if len(s.running) != 0 {
@@ -176,8 +176,8 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	}
 	// The same event of the current state is adopted.
 	s.running["shardId-000000000000"] = func() {}
-	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.epoch, ended: true, children: []shardInfo{child}})
-	if _, ok := s.state.Shards[child.id]; !ok {
+	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.current(), ended: true, children: []shardInfo{child}})
+	if _, ok := s.pos.of(child.id); !ok {
 		t.Fatal("a child reported by a current reader was not pinned")
 	}
 }

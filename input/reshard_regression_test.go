@@ -51,7 +51,7 @@ func (h *streamHarness) stop(t *testing.T) {
 	t.Helper()
 	h.cancel()
 	h.wg.Wait()
-	if err := h.s.commit(context.Background()); err != nil {
+	if err := h.s.pos.commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -427,7 +427,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
-		r.s.setPosition(r.info.id, pos, r.epoch)
+		r.s.pos.setPosition(r.info.id, pos, r.epoch)
 	}
 }
 
@@ -467,7 +467,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		return ev
 	}
 	for {
-		err := r.s.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch)
+		err := r.s.pos.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch)
 		if err == nil {
 			break
 		}

@@ -3,7 +3,6 @@ package input
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 )
 
 // streamReader reads one stream: it discovers its shards, decides which may
-// be read (every parent read to its end first), runs one shardReader per
-// readable shard, and holds the stream's checkpoints.
+// be read (every parent read to its end first) and runs one shardReader per
+// readable shard. The stream's checkpoints are its positions.
 type streamReader struct {
 	in      *kinesisInput
 	name    string
@@ -38,19 +37,8 @@ type streamReader struct {
 	// events from shard readers to the run loop.
 	events chan shardEvent
 
-	// mu guards state, dirty, endsSaved and epoch; saveMu serializes saves
-	// so that a later snapshot is never overwritten by an earlier one.
-	saveMu sync.Mutex
-	mu     sync.Mutex
-	state  checkpoint.Stream
-	dirty  bool
-	// endsSaved holds the shards whose end is in the store: only those let
-	// their children be read (an end only in memory could be lost by a
-	// crash, and the parent's tail then read again after its children).
-	endsSaved map[string]bool
-	// epoch counts resets of the state (a stream found deleted and created
-	// again): readers of an older epoch can no longer change it.
-	epoch int
+	// pos holds the stream's checkpoints; set by load.
+	pos *positions
 
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
@@ -113,13 +101,7 @@ func (s *streamReader) load(ctx context.Context) error {
 	}
 	st.ARN = s.arn
 	st.Created = s.created
-	s.state = st
-	s.endsSaved = map[string]bool{}
-	for id, cp := range st.Shards {
-		if cp.Ended {
-			s.endsSaved[id] = true
-		}
-	}
+	s.pos = newPositions(s.name, s.in.store, s.in.metrics, st)
 	s.fresh = len(st.Shards) == 0
 	s.recreated = recreated
 	if s.seen.IsZero() {
@@ -172,10 +154,7 @@ func (s *streamReader) run(ctx context.Context) {
 // the old stream: its children are none of the new stream's business.
 func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
 	delete(s.running, ev.shardID)
-	s.mu.Lock()
-	stale := ev.epoch != s.epoch
-	s.mu.Unlock()
-	if ev.ended && !stale {
+	if ev.ended && ev.epoch == s.pos.current() {
 		s.adopt(ctx, ev.children)
 	}
 }
@@ -211,28 +190,11 @@ func (s *streamReader) discover(ctx context.Context) error {
 			cancel()
 		}
 	}
-	s.mu.Lock()
-	changed := false
-	for id, cp := range s.state.Shards {
-		if _, ok := fresh[id]; ok {
-			if sh := fresh[id]; cp.ShardStart == "" && sh.startSeq != "" {
-				cp.ShardStart = sh.startSeq
-				s.state.Shards[id] = cp
-				changed = true
-			}
-			continue
-		}
-		if _, ok := s.running[id]; !ok && !cp.Ended {
+	for _, id := range s.pos.prune(fresh) {
+		if _, ok := s.running[id]; !ok {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
-		delete(s.state.Shards, id)
-		delete(s.endsSaved, id)
-		changed = true
 	}
-	if changed {
-		s.dirty = true
-	}
-	s.mu.Unlock()
 	s.shards = fresh
 	return s.pin(ctx, listed)
 }
@@ -242,16 +204,12 @@ func (s *streamReader) discover(ctx context.Context) error {
 // sequence number. (It is the only sign with registration none, which never
 // describes the stream.)
 func (s *streamReader) reused(listed map[string]shardInfo) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, cp := range s.state.Shards {
-		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.startSeq != "" && cp.ShardStart != sh.startSeq {
-			s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
-				s.name, id, sh.startSeq, cp.ShardStart, s.restartsFrom())
-			return true
-		}
+	id, now, was, ok := s.pos.reused(listed)
+	if ok {
+		s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
+			s.name, id, now, was, s.restartsFrom())
 	}
-	return false
+	return ok
 }
 
 // restartsFrom says where a stream found created again is read from.
@@ -279,14 +237,8 @@ func (s *streamReader) reset(ctx context.Context) error {
 	for _, cancel := range s.running {
 		cancel()
 	}
-	s.mu.Lock()
-	s.state.Shards = map[string]checkpoint.Checkpoint{}
-	s.state.Created = created
+	s.pos.reset(created)
 	s.created = created
-	s.endsSaved = map[string]bool{}
-	s.epoch++
-	s.dirty = true
-	s.mu.Unlock()
 	s.shards = map[string]shardInfo{}
 	s.fresh = true
 	s.recreated = true
@@ -331,23 +283,13 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
 		}
 	}
-	s.mu.Lock()
-	added := 0
-	for _, sh := range shards {
-		if _, ok := s.state.Shards[sh.id]; !ok {
-			s.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
-			added++
-		}
-	}
-	if added > 0 {
-		s.dirty = true
+	if s.pos.pin(shards, start) {
 		s.unpinned = true
 	}
-	s.mu.Unlock()
 	if !s.unpinned {
 		return nil
 	}
-	if err := s.commit(ctx); err != nil {
+	if err := s.pos.commit(ctx); err != nil {
 		return err
 	}
 	s.unpinned = false
@@ -362,13 +304,12 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil || s.unpinned {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	epoch := s.pos.current()
 	for id, sh := range s.shards {
 		if _, ok := s.running[id]; ok {
 			continue
 		}
-		cp, ok := s.state.Shards[id]
+		cp, ok := s.pos.of(id)
 		if !ok || cp.Ended {
 			continue
 		}
@@ -377,7 +318,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		s.running[id] = cancel
-		r := newShardReader(s, sh, cp, s.epoch)
+		r := newShardReader(s, sh, cp, epoch)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -395,7 +336,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 // parentsEnded reports whether every parent of sh has been read to its end
 // and that end saved, or is gone past the retention period. A parent is known
 // to be gone only when a listing that has sh lacks it; a parent of a child
-// learnt from ChildShards and not listed yet is waited for. Must hold s.mu.
+// learnt from ChildShards and not listed yet is waited for.
 func (s *streamReader) parentsEnded(sh shardInfo) bool {
 	for _, p := range sh.parents {
 		if p == "" {
@@ -407,78 +348,9 @@ func (s *streamReader) parentsEnded(sh shardInfo) bool {
 			}
 			return false
 		}
-		if !s.endsSaved[p] {
+		if !s.pos.endSaved(p) {
 			return false
 		}
 	}
 	return true
-}
-
-// setPosition records a new acknowledged position of a shard; it is saved by
-// the next commit. A reader of an older epoch, or of a shard forgotten since,
-// changes nothing.
-func (s *streamReader) setPosition(shardID string, pos checkpoint.Position, epoch int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cp, ok := s.state.Shards[shardID]
-	if !ok || epoch != s.epoch || (cp.Position != nil && !cp.Position.Less(pos)) {
-		return
-	}
-	cp.Position = &pos
-	s.state.Shards[shardID] = cp
-	s.dirty = true
-}
-
-// setEnded records that a shard was read to its end and saves at once: its
-// children wait until the end is saved.
-func (s *streamReader) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int) error {
-	s.mu.Lock()
-	cp, ok := s.state.Shards[shardID]
-	if !ok || epoch != s.epoch {
-		s.mu.Unlock()
-		return nil
-	}
-	if last != nil {
-		cp.Position = last
-	}
-	cp.Ended = true
-	s.state.Shards[shardID] = cp
-	s.dirty = true
-	s.mu.Unlock()
-	return s.commit(ctx)
-}
-
-// commit saves the stream's checkpoints if anything changed.
-func (s *streamReader) commit(ctx context.Context) error {
-	s.saveMu.Lock()
-	defer s.saveMu.Unlock()
-	s.mu.Lock()
-	if !s.dirty {
-		s.mu.Unlock()
-		return nil
-	}
-	snap := s.state
-	snap.Shards = maps.Clone(s.state.Shards)
-	epoch := s.epoch
-	s.dirty = false
-	s.mu.Unlock()
-
-	if err := s.in.store.Save(ctx, snap); err != nil {
-		s.mu.Lock()
-		s.dirty = true
-		s.mu.Unlock()
-		s.in.metrics.commitFailures.Incr(1, s.name)
-		return fmt.Errorf("stream %s: committing checkpoints: %w", s.name, err)
-	}
-	s.mu.Lock()
-	if epoch == s.epoch {
-		for id, cp := range snap.Shards {
-			if cp.Ended {
-				s.endsSaved[id] = true
-			}
-		}
-	}
-	s.mu.Unlock()
-	s.in.metrics.commits.Incr(1, s.name)
-	return nil
 }

@@ -1,0 +1,211 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+)
+
+// positions is the checkpoint state of one stream: where each shard starts,
+// how far it is acknowledged, whether it was read to its end, and the saving
+// of all that to the store. Shard readers change it (setPosition, setEnded),
+// the commit loop and Close save it (commit), and the stream's run loop reads
+// it to schedule readers. It is where a shared store plugs in.
+//
+// Every change carries the epoch of the state it was read from: a reset (the
+// stream was deleted and created again) starts a new epoch, and readers of an
+// older one can no longer change anything.
+type positions struct {
+	stream  string // the stream's name, for errors
+	store   checkpoint.Store
+	metrics *metrics
+
+	// saveMu serializes saves, so that a later snapshot is never
+	// overwritten by an earlier one; mu guards the rest.
+	saveMu sync.Mutex
+	mu     sync.Mutex
+	state  checkpoint.Stream
+	dirty  bool
+	// endsSaved holds the shards whose end is in the store: only those let
+	// their children be read (an end only in memory could be lost by a
+	// crash, and the parent's tail then read again after its children).
+	endsSaved map[string]bool
+	epoch     int
+}
+
+func newPositions(stream string, store checkpoint.Store, m *metrics, st checkpoint.Stream) *positions {
+	p := &positions{stream: stream, store: store, metrics: m, state: st, endsSaved: map[string]bool{}}
+	if p.state.Shards == nil {
+		p.state.Shards = map[string]checkpoint.Checkpoint{}
+	}
+	for id, cp := range p.state.Shards {
+		if cp.Ended {
+			p.endsSaved[id] = true
+		}
+	}
+	return p
+}
+
+// current returns the epoch of the state.
+func (p *positions) current() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// of returns the checkpoint of a shard, and whether it has one.
+func (p *positions) of(shardID string) (checkpoint.Checkpoint, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cp, ok := p.state.Shards[shardID]
+	return cp, ok
+}
+
+// endSaved reports whether a shard's end is in the store.
+func (p *positions) endSaved(shardID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.endsSaved[shardID]
+}
+
+// pin gives every shard of shards without a checkpoint one that starts at
+// start; it reports whether it added any (they are saved by the next commit).
+func (p *positions) pin(shards []shardInfo, start checkpoint.Start) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	added := false
+	for _, sh := range shards {
+		if _, ok := p.state.Shards[sh.id]; !ok {
+			p.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
+			added = true
+		}
+	}
+	if added {
+		p.dirty = true
+	}
+	return added
+}
+
+// reused returns a shard of listed whose id has a checkpoint of a shard that
+// started at another sequence number: the stream was created again.
+func (p *positions) reused(listed map[string]shardInfo) (id, now, was string, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, cp := range p.state.Shards {
+		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.startSeq != "" && cp.ShardStart != sh.startSeq {
+			return id, sh.startSeq, cp.ShardStart, true
+		}
+	}
+	return "", "", "", false
+}
+
+// prune brings the checkpoints in line with a listing: a listed shard gets
+// its starting sequence number if its checkpoint lacks it, and the
+// checkpoint of a shard not listed (gone past the retention period) is
+// dropped. It returns the dropped shards that had not been read to their end.
+func (p *positions) prune(listed map[string]shardInfo) (unfinished []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, cp := range p.state.Shards {
+		if sh, ok := listed[id]; ok {
+			if cp.ShardStart == "" && sh.startSeq != "" {
+				cp.ShardStart = sh.startSeq
+				p.state.Shards[id] = cp
+				p.dirty = true
+			}
+			continue
+		}
+		if !cp.Ended {
+			unfinished = append(unfinished, id)
+		}
+		delete(p.state.Shards, id)
+		delete(p.endsSaved, id)
+		p.dirty = true
+	}
+	return unfinished
+}
+
+// reset drops every checkpoint and starts a new epoch: the stream is a new
+// one, created at created, under an old name.
+func (p *positions) reset(created time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.Shards = map[string]checkpoint.Checkpoint{}
+	p.state.Created = created
+	p.endsSaved = map[string]bool{}
+	p.epoch++
+	p.dirty = true
+}
+
+// setPosition records a new acknowledged position of a shard; it is saved by
+// the next commit. A reader of an older epoch, or of a shard forgotten since,
+// changes nothing.
+func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cp, ok := p.state.Shards[shardID]
+	if !ok || epoch != p.epoch || (cp.Position != nil && !cp.Position.Less(pos)) {
+		return
+	}
+	cp.Position = &pos
+	p.state.Shards[shardID] = cp
+	p.dirty = true
+}
+
+// setEnded records that a shard was read to its end and saves at once: its
+// children wait until the end is saved.
+func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int) error {
+	p.mu.Lock()
+	cp, ok := p.state.Shards[shardID]
+	if !ok || epoch != p.epoch {
+		p.mu.Unlock()
+		return nil
+	}
+	if last != nil {
+		cp.Position = last
+	}
+	cp.Ended = true
+	p.state.Shards[shardID] = cp
+	p.dirty = true
+	p.mu.Unlock()
+	return p.commit(ctx)
+}
+
+// commit saves the checkpoints if anything changed.
+func (p *positions) commit(ctx context.Context) error {
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	p.mu.Lock()
+	if !p.dirty {
+		p.mu.Unlock()
+		return nil
+	}
+	snap := p.state
+	snap.Shards = maps.Clone(p.state.Shards)
+	epoch := p.epoch
+	p.dirty = false
+	p.mu.Unlock()
+
+	if err := p.store.Save(ctx, snap); err != nil {
+		p.mu.Lock()
+		p.dirty = true
+		p.mu.Unlock()
+		p.metrics.commitFailures.Incr(1, p.stream)
+		return fmt.Errorf("stream %s: committing checkpoints: %w", p.stream, err)
+	}
+	p.mu.Lock()
+	if epoch == p.epoch {
+		for id, cp := range snap.Shards {
+			if cp.Ended {
+				p.endsSaved[id] = true
+			}
+		}
+	}
+	p.mu.Unlock()
+	p.metrics.commits.Incr(1, p.stream)
+	return nil
+}
