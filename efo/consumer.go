@@ -95,6 +95,24 @@ func Describe(ctx context.Context, api ConsumerAPI, streamARN, name string, opts
 	return waitActive(ctx, api, streamARN, name, false, opts.withDefaults())
 }
 
+// Lookup describes the consumer once, whatever its status. For a consumer
+// that does not exist it fails with an error for which IsNotRegistered holds.
+func Lookup(ctx context.Context, api ConsumerAPI, streamARN, name string) (*types.ConsumerDescription, error) {
+	out, err := api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
+		StreamARN: aws.String(streamARN), ConsumerName: aws.String(name),
+	})
+	if awserr.Is(err, "ResourceNotFoundException") {
+		return nil, fmt.Errorf("consumer %s of stream %s: %w", name, streamARN, errNotRegistered)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out.ConsumerDescription == nil || out.ConsumerDescription.ConsumerARN == nil {
+		return nil, fmt.Errorf("consumer %s of stream %s: the service described it without an ARN", name, streamARN)
+	}
+	return out.ConsumerDescription, nil
+}
+
 func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, register bool, opts WaitOptions) (Consumer, error) {
 	what := fmt.Sprintf("consumer %s of stream %s", name, streamARN)
 	deadline := time.Now().Add(opts.Timeout)
@@ -107,12 +125,10 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 	status := "not yet described"
 	for {
 		wait := &bo
-		out, err := api.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
-			StreamARN: aws.String(streamARN), ConsumerName: aws.String(name),
-		})
+		d, err := Lookup(ctx, api, streamARN, name)
 		switch {
-		case err == nil && out.ConsumerDescription != nil:
-			c := consumerOf(out.ConsumerDescription)
+		case err == nil:
+			c := consumerOf(d)
 			changed := status != string(c.Status)
 			status = string(c.Status)
 			switch c.Status {
@@ -132,9 +148,9 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 				}
 				wait = &poll
 			}
-		case awserr.Is(err, "ResourceNotFoundException"):
+		case IsNotRegistered(err):
 			if !register {
-				return Consumer{}, fmt.Errorf("%s: %w: register it first (benthos-kinesis efo register --stream %s --consumer-name %s), or use registration: lazy", what, errNotRegistered, streamARN, name)
+				return Consumer{}, fmt.Errorf("%w: register it first (benthos-kinesis efo register --stream %s --consumer-name %s), or use registration: lazy", err, streamARN, name)
 			}
 			status = "absent"
 			rerr := registerOnce(ctx, api, streamARN, name)

@@ -11,6 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -53,41 +54,33 @@ type credentials struct {
 }
 
 // streamRef is a stream as the user named it: by name, or by ARN.
-type streamRef struct {
-	Name string // always set
-	ARN  string // set when the user gave an ARN
-}
-
-func (s streamRef) String() string {
-	if s.ARN != "" {
-		return s.ARN
-	}
-	return s.Name
-}
+type streamRef = awsclient.StreamRef
 
 // fieldError names the field, the value and what was expected.
 func fieldError(field string, value any, expected string, args ...any) error {
 	return fmt.Errorf("field %s: %q: %s", field, fmt.Sprint(value), fmt.Sprintf(expected, args...))
 }
 
-var (
-	streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
-	streamARNRE  = regexp.MustCompile(`^arn:(aws[a-zA-Z-]*):kinesis:([a-z0-9-]+):([0-9]{12}):stream/([a-zA-Z0-9_.-]{1,128})$`)
-)
+// consumerNameRE is what Kinesis accepts as a stream consumer's name.
+var consumerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // parseStreamRef accepts a stream name or a stream ARN.
 func parseStreamRef(s string) (streamRef, string, error) {
-	if strings.HasPrefix(s, "arn:") {
-		m := streamARNRE.FindStringSubmatch(s)
-		if m == nil {
-			return streamRef{}, "", fieldError(fStreams, s, "not a Kinesis stream ARN; expected arn:aws:kinesis:<region>:<12-digit account>:stream/<name>")
-		}
-		return streamRef{Name: m[4], ARN: s}, m[2], nil
+	ref, region, err := awsclient.ParseStreamRef(s)
+	if err != nil {
+		return ref, region, fmt.Errorf("field %s: %w", fStreams, err)
 	}
-	if !streamNameRE.MatchString(s) {
-		return streamRef{}, "", fieldError(fStreams, s, "not a stream name (1 to 128 of a-z A-Z 0-9 _ . -) or a stream ARN")
+	return ref, region, nil
+}
+
+// settings are what reaching AWS takes, from the region, endpoint, tls and
+// credentials fields.
+func (c config) settings() awsclient.Settings {
+	return awsclient.Settings{
+		Region: c.Region, Endpoint: c.Endpoint, TLS: c.TLS,
+		Profile: c.Creds.Profile, ID: c.Creds.ID, Secret: c.Creds.Secret, Token: c.Creds.Token,
+		Role: c.Creds.Role, RoleExternalID: c.Creds.RoleExternalID,
 	}
-	return streamRef{Name: s}, "", nil
 }
 
 func parseConfig(pc *service.ParsedConfig) (config, error) {
@@ -299,7 +292,7 @@ func parseEFO(pc *service.ParsedConfig, streams []streamRef) (efoConfig, error) 
 	if err != nil {
 		return c, err
 	}
-	if c.ConsumerName != "" && !streamNameRE.MatchString(c.ConsumerName) {
+	if c.ConsumerName != "" && !consumerNameRE.MatchString(c.ConsumerName) {
 		return c, fieldError(ns+fEFOConsumerName, c.ConsumerName, "expected 1 to 128 of a-z A-Z 0-9 _ . -")
 	}
 	switch c.Registration {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
@@ -90,11 +91,14 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	if in.ctx.Err() != nil {
 		return service.ErrEndOfInput
 	}
-	cfg, err := awsConfig(ctx, in.conf)
+	cfg, err := awsclient.Load(ctx, in.conf.settings())
+	if errors.Is(err, awsclient.ErrNoRegion) {
+		return fmt.Errorf("field %s: %w, and no stream ARN names one: set region, e.g. us-east-1", fRegion, err)
+	}
 	if err != nil {
 		return err
 	}
-	client := kinesisClient(cfg, in.conf)
+	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
 
 	var streams []*streamReader
 	for _, ref := range in.conf.Streams {
@@ -156,14 +160,14 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
 		return s, nil
 	}
-	desc, err := describeStream(ctx, client, ref, where)
+	desc, err := awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
 	if err != nil {
 		return nil, err
 	}
-	s.arn, s.created = desc.arn, desc.created
+	s.arn, s.created = desc.ARN, desc.Created
 	s.seen = in.firstSeen(ref.Name, at)
-	s.describe = func(ctx context.Context) (streamDescription, error) {
-		return describeStream(ctx, client, ref, where)
+	s.describe = func(ctx context.Context) (awsclient.Stream, error) {
+		return awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
 	}
 	if in.conf.Reader == readerPolling {
 		s.pub = polling.New(client, s.arn, polling.Options{
@@ -238,42 +242,6 @@ func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, stream
 			},
 		},
 	})
-}
-
-type streamDescription struct {
-	arn     string
-	created time.Time
-}
-
-func describeStream(ctx context.Context, client *kinesis.Client, ref streamRef, where string) (streamDescription, error) {
-	in := &kinesis.DescribeStreamSummaryInput{}
-	if ref.ARN != "" {
-		in.StreamARN = aws.String(ref.ARN)
-	} else {
-		in.StreamName = aws.String(ref.Name)
-	}
-	out, err := client.DescribeStreamSummary(ctx, in)
-	if err != nil {
-		switch {
-		case awserr.Is(err, "ResourceNotFoundException"):
-			return streamDescription{}, fmt.Errorf("stream %s does not exist in %s: create it or fix field %s", ref, where, fStreams)
-		case awserr.Is(err, "AccessDeniedException"):
-			return streamDescription{}, fmt.Errorf("stream %s in %s: access denied: the credentials need kinesis:DescribeStreamSummary, kinesis:ListShards, kinesis:GetShardIterator and kinesis:GetRecords on it: %w", ref, where, err)
-		case awserr.Classify(err) == awserr.Recoverable:
-			return streamDescription{}, fmt.Errorf("cannot reach Kinesis in %s to describe stream %s: %w", where, ref, err)
-		}
-		return streamDescription{}, fmt.Errorf("describing stream %s in %s: %w", ref, where, err)
-	}
-	sum := out.StreamDescriptionSummary
-	if sum == nil || sum.StreamARN == nil {
-		return streamDescription{}, fmt.Errorf("describing stream %s in %s: the answer holds no stream ARN", ref, where)
-	}
-	switch status := string(sum.StreamStatus); status {
-	case "ACTIVE", "UPDATING":
-	default:
-		return streamDescription{}, fmt.Errorf("stream %s in %s is %s, not ACTIVE: waiting for it", ref, where, status)
-	}
-	return streamDescription{arn: *sum.StreamARN, created: aws.ToTime(sum.StreamCreationTimestamp)}, nil
 }
 
 // ReadBatch returns the next batch of any shard.

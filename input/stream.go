@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -32,7 +33,7 @@ type streamReader struct {
 	seen time.Time
 	// describe describes the stream again, for the creation time of a stream
 	// found deleted and created again; nil with registration none.
-	describe func(context.Context) (streamDescription, error)
+	describe func(context.Context) (awsclient.Stream, error)
 
 	// events from shard readers to the run loop.
 	events chan shardEvent
@@ -232,7 +233,7 @@ func (s *streamReader) reset(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("stream %s was deleted and created again; describing the new one: %w", s.name, err)
 		}
-		created = desc.created
+		created = desc.Created
 	}
 	for _, cancel := range s.running {
 		cancel()

@@ -1,5 +1,6 @@
 // Command benthos-kinesis is Benthos with the aws_kinesis_streams input: the
-// core pure and io components plus this module's input.
+// core pure and io components plus this module's input, and the efo command
+// that manages stream consumers.
 package main
 
 import (
@@ -10,7 +11,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
-	"github.com/benthos-kinesis/benthos-kinesis/input"
+	_ "github.com/benthos-kinesis/benthos-kinesis/input"
 )
 
 // Set by -ldflags "-X main.version=... -X main.dateBuilt=...".
@@ -24,6 +25,6 @@ func main() {
 		service.CLIOptSetBinaryName("benthos-kinesis"),
 		service.CLIOptSetProductName("Benthos with Kinesis Enhanced Fan-Out"),
 		service.CLIOptSetVersion(version, dateBuilt),
-		service.CLIOptAddCommand(input.EFOCommand()),
+		service.CLIOptAddCommand(efoCommand()),
 	)
 }

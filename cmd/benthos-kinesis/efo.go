@@ -1,4 +1,4 @@
-package input
+package main
 
 import (
 	"context"
@@ -13,17 +13,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
-// EFOCommand is the `efo` subcommand of the binary: it registers, describes,
+// efoCommand is the `efo` subcommand of the binary: it registers, describes,
 // lists and deregisters stream consumers, for the eager registration strategy
 // (register once, outside the pipelines) and for operators.
-func EFOCommand() *cli.Command {
+func efoCommand() *cli.Command {
 	common := []cli.Flag{
 		&cli.StringFlag{Name: "stream", Usage: "the stream, by name or ARN", Required: true},
 		&cli.StringFlag{Name: "region", Usage: "the AWS region (default: the stream ARN's, else the AWS SDK's)"},
@@ -80,19 +79,17 @@ type efoTarget struct {
 func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		ctx := c.Context
-		ref, arnRegion, err := parseStreamRef(c.String("stream"))
+		ref, arnRegion, err := awsclient.ParseStreamRef(c.String("stream"))
 		if err != nil {
-			return cli.Exit("--"+err.Error(), 2)
+			return cli.Exit("--stream "+err.Error(), 2)
 		}
-		conf := config{
+		set := awsclient.Settings{
 			Region:   c.String("region"),
 			Endpoint: c.String("endpoint"),
-			Creds: credentials{
-				Profile: c.String("profile"), Role: c.String("role"), RoleExternalID: c.String("role-external-id"),
-			},
+			Profile:  c.String("profile"), Role: c.String("role"), RoleExternalID: c.String("role-external-id"),
 		}
-		if conf.Region == "" {
-			conf.Region = arnRegion
+		if set.Region == "" {
+			set.Region = arnRegion
 		}
 		if path := c.String("ca-file"); path != "" {
 			pem, err := os.ReadFile(path)
@@ -103,18 +100,21 @@ func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) 
 			if !pool.AppendCertsFromPEM(pem) {
 				return cli.Exit(fmt.Sprintf("--ca-file %s: no PEM certificate in it", path), 2)
 			}
-			conf.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			set.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
-		cfg, err := awsConfig(ctx, conf)
+		cfg, err := awsclient.Load(ctx, set)
+		if errors.Is(err, awsclient.ErrNoRegion) {
+			return cli.Exit(fmt.Sprintf("--region: %v, and --stream is no ARN that names one", err), 2)
+		}
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		client := kinesisClient(cfg, conf)
-		desc, err := describeStream(ctx, client, ref, "region "+cfg.Region)
+		client := awsclient.Kinesis(cfg, set.Endpoint)
+		desc, err := awsclient.DescribeStream(ctx, client, ref, "region "+cfg.Region, "--stream")
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		t := efoTarget{client: client, streamARN: desc.arn, name: c.String("consumer-name"), out: c.App.Writer}
+		t := efoTarget{client: client, streamARN: desc.ARN, name: c.String("consumer-name"), out: c.App.Writer}
 		if err := fn(ctx, c, t); err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -131,26 +131,8 @@ func registerAction(ctx context.Context, c *cli.Context, t efoTarget) error {
 	return err
 }
 
-// describe describes the target consumer, with a clear error when it is not
-// registered.
-func (t efoTarget) describe(ctx context.Context) (*types.ConsumerDescription, error) {
-	out, err := t.client.DescribeStreamConsumer(ctx, &kinesis.DescribeStreamConsumerInput{
-		StreamARN: aws.String(t.streamARN), ConsumerName: aws.String(t.name),
-	})
-	if awserr.Is(err, "ResourceNotFoundException") {
-		return nil, fmt.Errorf("consumer %s of stream %s is not registered", t.name, t.streamARN)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if out.ConsumerDescription == nil || out.ConsumerDescription.ConsumerARN == nil {
-		return nil, errors.New("the service described the consumer without an ARN")
-	}
-	return out.ConsumerDescription, nil
-}
-
 func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
-	d, err := t.describe(ctx)
+	d, err := efo.Lookup(ctx, t.client, t.streamARN, t.name)
 	if err != nil {
 		return err
 	}
@@ -182,7 +164,7 @@ func listAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
 }
 
 func deregisterAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
-	d, err := t.describe(ctx)
+	d, err := efo.Lookup(ctx, t.client, t.streamARN, t.name)
 	if err != nil {
 		return err
 	}
