@@ -17,7 +17,7 @@
 // on first use, under a file lock so that test binaries running in parallel
 // install them only once. CI can install them ahead of the tests with
 //
-//	go run ./internal/emulator/install
+//	go run ./cmd/install-emulators
 //
 // A machine without Node.js fails these tests with a message saying what to
 // install: integration tests are never skipped silently. A developer who wants

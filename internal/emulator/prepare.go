@@ -45,7 +45,7 @@ func prepare(t testing.TB, emulator string) (node, dir string) {
 		defer cancelDL()
 	}
 	if err := installInto(ctx, dir); err != nil {
-		t.Fatalf("%v\nTo install ahead of the tests run: go run ./internal/emulator/install", err)
+		t.Fatalf("%v\nTo install ahead of the tests run: go run ./cmd/install-emulators", err)
 	}
 	return node, dir
 }

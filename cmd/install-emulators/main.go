@@ -1,8 +1,8 @@
-// Command install installs the npm emulators the integration tests use
+// Command install-emulators installs the npm emulators the integration tests use
 // (kinesis-local and dynalite, at pinned versions) into the emulator
 // directory, so that CI can do it once before `go test` and cache it:
 //
-//	go run ./internal/emulator/install
+//	go run ./cmd/install-emulators
 //
 // The directory is .cache/emulators under the module root, or the value of
 // BENTHOS_KINESIS_EMULATORS_DIR. Nothing is downloaded when it is already
