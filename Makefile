@@ -25,7 +25,7 @@ FORCE:
 # The npm emulators the integration tests start: kinesis-local (kinesis-mock)
 # and dynalite, installed once under .cache/emulators.
 emulators:
-	$(GO) run ./internal/emulator/install
+	$(GO) run ./cmd/install-emulators
 
 # The main job: a local Kinesis (the in-process fake run standalone, serving
 # HTTP/2 over TLS as AWS does) with a producer writing order events to it, and
