@@ -14,13 +14,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -227,7 +226,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	}, ownCodec, noSDKRetries)
+	}, sdkopt.OwnProtocol, noSDKRetries)
 	stopped := callTimer.Stop()
 	// The gap to the next call counts from the answer: the service saw this
 	// call no later than that, so the next one reaches it a full gap later.
@@ -371,14 +370,6 @@ func (r *reader) failed(ctx context.Context, err error) error {
 		}
 	}
 	return r.backoff.Wait(ctx)
-}
-
-// ownCodec gives each SubscribeToShard call a protocol instance of its own.
-// The client's shared one keeps unguarded scratch state in its event stream
-// codec, used by every open stream at once (aws/smithy-go issue 714, seen with
-// smithy-go v1.28.9): a data race with many shards subscribed on one client.
-func ownCodec(o *kinesis.Options) {
-	o.Protocol = awsjson.New11(schemas.Kinesis_20131202)
 }
 
 // noSDKRetries leaves retrying a subscription to the reader: SDK retries

@@ -63,12 +63,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/bench"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -400,40 +400,12 @@ func benchCheck(b *testing.B, records, bytes int64) {
 // pollShard reads a shard as the polling publisher does: the same gap
 // between the starts of two GetRecords calls, the same limit.
 func (f *benchFake) pollShard(ctx context.Context, client *kinesis.Client, stream, shardID string, want int, seen func([]types.Record)) error {
-	arn := f.srv.StreamARN(stream)
-	it, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
-		StreamARN: aws.String(arn), ShardId: aws.String(shardID), ShardIteratorType: types.ShardIteratorTypeTrimHorizon,
-	})
-	if err != nil {
-		return err
-	}
-	iterator := it.ShardIterator
-	var last time.Time
-	for got := 0; got < want; {
-		if d := time.Until(last.Add(polling.MinInterval)); d > 0 {
-			time.Sleep(d)
-		}
-		last = time.Now()
-		out, err := client.GetRecords(ctx, &kinesis.GetRecordsInput{
-			StreamARN: aws.String(arn), ShardIterator: iterator, Limit: aws.Int32(benchGetRecordsLimit),
-		})
-		if err != nil {
-			return fmt.Errorf("shard %s after %d records: %w", shardID, got, err)
-		}
-		if len(out.Records) > 0 {
-			seen(out.Records)
-		}
-		got += len(out.Records)
-		if iterator = out.NextShardIterator; iterator == nil {
-			return fmt.Errorf("shard %s ended after %d records", shardID, got)
-		}
-	}
-	return nil
+	return bench.PollFromStart(ctx, client, f.srv.StreamARN(stream), shardID, benchGetRecordsLimit, polling.MinInterval, want, seen)
 }
 
 // subscribeShard reads a shard with one subscription, the bare SDK way.
 func (f *benchFake) subscribeShard(ctx context.Context, client *kinesis.Client, stream, shardID string, want int, seen func([]types.Record)) error {
-	return kinesisfake.SubscribeFromStart(ctx, client, f.consumers[stream], shardID, want, seen)
+	return bench.SubscribeFromStart(ctx, client, f.consumers[stream], shardID, want, seen)
 }
 
 func (f *benchFake) inputPolling(b *testing.B, timed bool) benchRead {

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 )
 
 // The benchmarks read a shard of benchRecords records of 100 bytes through the
@@ -75,7 +77,7 @@ func BenchmarkSubscribeToShard(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for range b.N {
-				out, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: aws.String("shardId-000000000000"), StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon}}, OwnProtocol)
+				out, err := c.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: aws.String("shardId-000000000000"), StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon}}, sdkopt.OwnProtocol)
 				must(b, err)
 				es := out.GetStream()
 				n := 0

@@ -129,7 +129,7 @@
 //   - The SDK decodes event streams with state kept in the client's protocol
 //     value, shared by every SubscribeToShard stream of one client: reading
 //     two streams at once is a data race (go test -race). Give each call its
-//     own protocol (the option OwnProtocol), or use one client per
+//     own protocol (the option sdkopt.OwnProtocol), or use one client per
 //     subscription.
 //   - Over HTTP/1.1 the SDK reports a connection lost mid-stream as a clean
 //     end of the event stream (Err() is nil); over HTTP/2 it is an error.

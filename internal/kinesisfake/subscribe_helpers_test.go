@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 )
 
 // subscribe calls SubscribeToShard and closes the stream at the end of the
@@ -20,7 +22,7 @@ import (
 // client race on it (go test -race reports it).
 func subscribe(t testing.TB, c *kinesis.Client, consumerARN, shard string, pos types.StartingPosition) (*kinesis.SubscribeToShardEventStream, error) {
 	t.Helper()
-	out, err := c.SubscribeToShard(testCtx(t), &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard), StartingPosition: &pos}, OwnProtocol)
+	out, err := c.SubscribeToShard(testCtx(t), &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard), StartingPosition: &pos}, sdkopt.OwnProtocol)
 	if err != nil {
 		return nil, err
 	}
