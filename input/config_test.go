@@ -7,17 +7,6 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
-// newTestInput goes through the real config path: the spec parses the YAML,
-// then the constructor validates it.
-func newTestInput(t *testing.T, yaml string) (*kinesisInput, error) {
-	t.Helper()
-	pc, err := Spec().ParseYAML(yaml, nil)
-	if err != nil {
-		return nil, err
-	}
-	return newInput(pc, service.MockResources())
-}
-
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	const base = "streams: [a]\nefo: {consumer_name: app}\n"
 	const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/a/consumer/app:1700000000"

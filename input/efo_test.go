@@ -2,7 +2,7 @@ package input
 
 import (
 	"fmt"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,84 +13,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
-
-// newFake starts the fake Kinesis over TLS with HTTP/2, as AWS serves
-// fan-out, with short consumer activation.
-func newFake(t *testing.T, opts ...kinesisfake.Opt) *kinesisfake.Server {
-	t.Helper()
-	base := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.ConsumerActivationDelay(200 * time.Millisecond), kinesisfake.ConsumerDeletionDelay(200 * time.Millisecond)}
-	srv, err := kinesisfake.New(append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// fakeInput is the input's YAML for the fake, reading by fan-out unless
-// extra says otherwise, committing every 100 ms.
-func fakeInput(srv *kinesisfake.Server, streams, dir, extra string) string {
-	return fakeYAML(srv, streams, fmt.Sprintf("{ dir: '%s', commit_period: 100ms }", dir), extra)
-}
-
-// fakeYAML is the input's YAML for the fake with the given checkpoint
-// settings: what reaching the fake over TLS needs, and trim_horizon.
-func fakeYAML(srv *kinesisfake.Server, streams, checkpoint, extra string) string {
-	pem := strings.ReplaceAll(strings.TrimSpace(string(srv.CertificatePEM())), "\n", "\n      ")
-	return fmt.Sprintf(`
-streams: [ %s ]
-endpoint: %s
-region: %s
-credentials: { id: fake, secret: fake }
-tls:
-  enabled: true
-  root_cas: |
-      %s
-start_from: trim_horizon
-checkpoint: %s
-%s`, streams, srv.Endpoint(), srv.Region(), pem, checkpoint, extra)
-}
-
-// fakeProduce writes n records with data "<prefix>-<index>" through the
-// fake's direct API, spread over keys partition keys.
-func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n, keys int) inputtest.Produced {
-	t.Helper()
-	out := inputtest.Produced{}
-	for i := 0; i < n; i++ {
-		data := fmt.Sprintf("%s-%07d", prefix, i)
-		pk := fmt.Sprintf("key-%d", i%keys)
-		if _, _, err := srv.Put(stream, pk, []byte(data)); err != nil {
-			t.Fatal(err)
-		}
-		out[data] = pk
-	}
-	return out
-}
-
-// fakeProducePerShard writes exactly perShard records to every open shard
-// (by explicit hash key), with keys partition keys per shard.
-func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix string, perShard, keys int) inputtest.Produced {
-	t.Helper()
-	shards, err := srv.Shards(stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := inputtest.Produced{}
-	for i := 0; i < perShard; i++ {
-		for s, sh := range shards {
-			if sh.SequenceNumberRange.EndingSequenceNumber != nil {
-				continue
-			}
-			data := fmt.Sprintf("%s-%d-%07d", prefix, s, i)
-			pk := fmt.Sprintf("key-%d-%d", s, i%keys)
-			if _, _, err := srv.PutWithHashKey(stream, *sh.HashKeyRange.StartingHashKey, pk, []byte(data)); err != nil {
-				t.Fatal(err)
-			}
-			out[data] = pk
-		}
-	}
-	return out
-}
 
 // TestEFOExactlyOnceFromFake reads 4 shards of 5,000 records each by
 // fan-out over HTTP/2 through a whole pipeline.
@@ -179,15 +101,6 @@ func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 			t.Fatalf("no record read from shard %s", id)
 		}
 	}
-}
-
-func containsShard(msgs []inputtest.Got, shardID string) bool {
-	for _, m := range msgs {
-		if m.Shard == shardID {
-			return true
-		}
-	}
-	return false
 }
 
 // TestEFODeregisterOnClose: with deregister_on_close a lazy consumer is
@@ -289,4 +202,44 @@ func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 		t.Fatalf("a batch of %d records: joined past checkpoint.limit", largest)
 	}
 	t.Logf("%d batches, the largest %d records", len(out.BatchSizes()), largest)
+}
+
+// TestSubscribeGapAcrossReadRestarts: when efo.Read returns (a fatal
+// error such as AccessDenied, or the retry limit), shardReader.publish calls
+// Read again after a full-jitter wait drawn from [0, 1s] for the first retry.
+// Before the fix the new Read started with a zero lastSubscribe and subscribed
+// at once:
+// two SubscribeToShard calls for one shard less than a second apart, which AWS
+// rejects with LimitExceeded (1 call/s per consumer and shard).
+func TestSubscribeGapAcrossReadRestarts(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	arn, err := srv.RegisterConsumer("orders", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // ACTIVE after 200 ms
+	var mu sync.Mutex
+	var calls []time.Time
+	srv.Control("SubscribeToShard", func(*kinesisfake.Request) (bool, int, []byte) {
+		mu.Lock()
+		calls = append(calls, time.Now())
+		mu.Unlock()
+		return false, 0, nil
+	})
+	srv.FailNext("SubscribeToShard", 3, "AccessDeniedException")
+
+	startStreamHarnessWith(t, srv, "", mustOpenStore(t), func(in *kinesisInput, client *kinesis.Client) recordPublisher {
+		return in.efoPublisher(client, arn, "orders", nil)
+	})
+	waitUntil(t, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 4 })
+	mu.Lock()
+	defer mu.Unlock()
+	gap := time.Hour
+	for i := 1; i < len(calls); i++ {
+		gap = min(gap, calls[i].Sub(calls[i-1]))
+	}
+	if gap < time.Second {
+		t.Fatalf("two SubscribeToShard calls for one shard %v apart (%d calls, %d throttled): AWS allows one per second", gap.Round(time.Millisecond), len(calls), srv.Throttled("SubscribeToShard"))
+	}
 }

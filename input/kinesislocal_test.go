@@ -227,15 +227,6 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	inputtest.CheckDelivery(t, append(first.All(), second.All()...), want, false)
 }
 
-func containsData(msgs []inputtest.Got, data string) bool {
-	for _, m := range msgs {
-		if m.Data == data {
-			return true
-		}
-	}
-	return false
-}
-
 // TestLocalEFOThroughProxy reads 2 shards of 1,000 records each by fan-out
 // from kinesis-local. kinesis-local does not send the initial-response event
 // aws-sdk-go-v2 needs; a test-only proxy (internal/emulator.EFOProxy) adds it.

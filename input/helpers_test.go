@@ -1,0 +1,286 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// Helpers shared by the package's tests: the fake Kinesis and the input's
+// YAML for it, producers, a harness that runs one streamReader, and waits on
+// conditions.
+
+// newFake starts the fake Kinesis over TLS with HTTP/2, as AWS serves
+// fan-out, with short consumer activation.
+func newFake(t *testing.T, opts ...kinesisfake.Opt) *kinesisfake.Server {
+	t.Helper()
+	base := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.ConsumerActivationDelay(200 * time.Millisecond), kinesisfake.ConsumerDeletionDelay(200 * time.Millisecond)}
+	srv, err := kinesisfake.New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// fakeInput is the input's YAML for the fake, reading by fan-out unless
+// extra says otherwise, committing every 100 ms.
+func fakeInput(srv *kinesisfake.Server, streams, dir, extra string) string {
+	return fakeYAML(srv, streams, fmt.Sprintf("{ dir: '%s', commit_period: 100ms }", dir), extra)
+}
+
+// fakeYAML is the input's YAML for the fake with the given checkpoint
+// settings: what reaching the fake over TLS needs, and trim_horizon.
+func fakeYAML(srv *kinesisfake.Server, streams, checkpoint, extra string) string {
+	pem := strings.ReplaceAll(strings.TrimSpace(string(srv.CertificatePEM())), "\n", "\n      ")
+	return fmt.Sprintf(`
+streams: [ %s ]
+endpoint: %s
+region: %s
+credentials: { id: fake, secret: fake }
+tls:
+  enabled: true
+  root_cas: |
+      %s
+start_from: trim_horizon
+checkpoint: %s
+%s`, streams, srv.Endpoint(), srv.Region(), pem, checkpoint, extra)
+}
+
+// fakeProduce writes n records with data "<prefix>-<index>" through the
+// fake's direct API, spread over keys partition keys.
+func fakeProduce(t *testing.T, srv *kinesisfake.Server, stream, prefix string, n, keys int) inputtest.Produced {
+	t.Helper()
+	out := inputtest.Produced{}
+	for i := 0; i < n; i++ {
+		data := fmt.Sprintf("%s-%07d", prefix, i)
+		pk := fmt.Sprintf("key-%d", i%keys)
+		if _, _, err := srv.Put(stream, pk, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		out[data] = pk
+	}
+	return out
+}
+
+// fakeProducePerShard writes exactly perShard records to every open shard
+// (by explicit hash key), with keys partition keys per shard.
+func fakeProducePerShard(t *testing.T, srv *kinesisfake.Server, stream, prefix string, perShard, keys int) inputtest.Produced {
+	t.Helper()
+	shards, err := srv.Shards(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := inputtest.Produced{}
+	for i := 0; i < perShard; i++ {
+		for s, sh := range shards {
+			if sh.SequenceNumberRange.EndingSequenceNumber != nil {
+				continue
+			}
+			data := fmt.Sprintf("%s-%d-%07d", prefix, s, i)
+			pk := fmt.Sprintf("key-%d-%d", s, i%keys)
+			if _, _, err := srv.PutWithHashKey(stream, *sh.HashKeyRange.StartingHashKey, pk, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			out[data] = pk
+		}
+	}
+	return out
+}
+
+func containsShard(msgs []inputtest.Got, shardID string) bool {
+	for _, m := range msgs {
+		if m.Shard == shardID {
+			return true
+		}
+	}
+	return false
+}
+
+// newTestInput goes through the real config path: the spec parses the YAML,
+// then the constructor validates it.
+func newTestInput(t *testing.T, yaml string) (*kinesisInput, error) {
+	t.Helper()
+	pc, err := Spec().ParseYAML(yaml, nil)
+	if err != nil {
+		return nil, err
+	}
+	return newInput(pc, service.MockResources())
+}
+
+func pos(n int) checkpoint.Position { return checkpoint.Position{Sequence: strconv.Itoa(n)} }
+
+// scriptedPub is a recordPublisher made of one function field.
+type scriptedPub struct {
+	read func(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error
+}
+
+func (p scriptedPub) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+	return p.read(ctx, shardID, start, deliver)
+}
+
+// streamHarness runs one streamReader of a real input against the fake (for
+// ListShards only) with a scripted publisher, and acknowledges every batch
+// the moment ReadBatch would hand it out.
+type streamHarness struct {
+	in     *kinesisInput
+	s      *streamReader
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	got   []string // data of every message acknowledged
+	sizes []int    // size of every batch handed out
+}
+
+func (h *streamHarness) data() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.got...)
+}
+
+// stop ends the reader as Close does: stop, wait, commit.
+func (h *streamHarness) stop(t *testing.T) {
+	t.Helper()
+	h.cancel()
+	h.wg.Wait()
+	if err := h.s.pos.commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startStreamHarness(t *testing.T, srv *kinesisfake.Server, extra string, store checkpoint.Store, pub recordPublisher) *streamHarness {
+	t.Helper()
+	return startStreamHarnessWith(t, srv, extra, store, func(*kinesisInput, *kinesis.Client) recordPublisher { return pub })
+}
+
+func startStreamHarnessWith(t *testing.T, srv *kinesisfake.Server, extra string, store checkpoint.Store, mk func(*kinesisInput, *kinesis.Client) recordPublisher) *streamHarness {
+	t.Helper()
+	return startStreamHarnessCP(t, srv, "", extra, store, mk)
+}
+
+// startStreamHarnessCP adds cpExtra (e.g. "limit: 10") to the checkpoint
+// settings.
+func startStreamHarnessCP(t *testing.T, srv *kinesisfake.Server, cpExtra, extra string, store checkpoint.Store, mk func(*kinesisInput, *kinesis.Client) recordPublisher) *streamHarness {
+	t.Helper()
+	if cpExtra != "" {
+		cpExtra = ", " + cpExtra
+	}
+	in, err := newTestInput(t, fakeYAML(srv, "orders", fmt.Sprintf("{ dir: '%s', commit_period: 100ms%s }", t.TempDir(), cpExtra), "reader: polling\n"+extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.store = store
+	h := &streamHarness{in: in}
+	client := srv.NewClient()
+	h.s = &streamReader{in: in, name: "orders", arn: srv.StreamARN("orders"), client: client, pub: mk(in, client)}
+	ctx, cancel := context.WithCancel(in.ctx)
+	h.cancel = cancel
+	if err := h.s.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.wg.Add(2)
+	go func() { defer h.wg.Done(); h.s.run(ctx) }()
+	go func() {
+		defer h.wg.Done()
+		for {
+			select {
+			case d := <-in.out:
+				h.mu.Lock()
+				h.sizes = append(h.sizes, len(d.batch))
+				for _, m := range d.batch {
+					b, _ := m.AsBytes()
+					h.got = append(h.got, string(b))
+				}
+				h.mu.Unlock()
+				d.ack(nil)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { h.cancel(); h.wg.Wait() })
+	return h
+}
+
+func mustOpenStore(t *testing.T) *checkpoint.File {
+	t.Helper()
+	f, err := checkpoint.OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	if !eventually(within, cond) {
+		t.Fatalf("condition not met within %v", within)
+	}
+}
+
+// eventually reports whether cond became true within the time given.
+func eventually(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// recreate deletes the fake's stream and creates it again with shards shards.
+func recreate(t *testing.T, srv *kinesisfake.Server, stream string, shards int) {
+	t.Helper()
+	if err := srv.DeleteStream(stream); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return srv.CreateStream(stream, shards) == nil })
+}
+
+// produceFor writes records to the fake for d, at about rate records/s.
+func produceFor(t *testing.T, srv *kinesisfake.Server, stream, prefix string, d time.Duration, rate int) inputtest.Produced {
+	t.Helper()
+	out := inputtest.Produced{}
+	tick := time.NewTicker(time.Second / time.Duration(rate/10))
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	i := 0
+	for time.Now().Before(end) {
+		<-tick.C
+		for range 10 {
+			data := fmt.Sprintf("%s-%07d", prefix, i)
+			pk := fmt.Sprintf("key-%07d", i%29)
+			if _, _, err := srv.Put(stream, pk, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+			out[data] = pk
+			i++
+		}
+	}
+	return out
+}
+
+func containsData(msgs []inputtest.Got, data string) bool {
+	for _, m := range msgs {
+		if m.Data == data {
+			return true
+		}
+	}
+	return false
+}
