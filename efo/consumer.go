@@ -12,7 +12,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
 )
 
 // Consumer is a registered stream consumer.
@@ -33,7 +33,7 @@ type WaitOptions struct {
 	// a consumer being deleted, to disappear). Default 5 minutes.
 	Timeout time.Duration
 	// Logger receives progress logs; default none.
-	Logger shard.Logger
+	Logger logging.Logger
 }
 
 func (o WaitOptions) withDefaults() WaitOptions {
@@ -47,7 +47,7 @@ func (o WaitOptions) withDefaults() WaitOptions {
 		o.Timeout = 5 * time.Minute
 	}
 	if o.Logger == nil {
-		o.Logger = shard.NopLogger{}
+		o.Logger = logging.NopLogger{}
 	}
 	return o
 }

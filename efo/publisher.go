@@ -18,6 +18,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -43,7 +44,7 @@ type Options struct {
 	// a failure (on top of SubscribeGap). Defaults 1s and 10s.
 	BackoffInitial, BackoffMax time.Duration
 	// Logger receives subscription logs; default none.
-	Logger shard.Logger
+	Logger logging.Logger
 	// Hooks observe subscriptions, for metrics; each may be nil.
 	Hooks Hooks
 	// Reregister, when set, is called when a subscription as consumer stale
@@ -83,7 +84,7 @@ func (o Options) withDefaults() Options {
 		o.BackoffMax = 10 * time.Second
 	}
 	if o.Logger == nil {
-		o.Logger = shard.NopLogger{}
+		o.Logger = logging.NopLogger{}
 	}
 	if o.Hooks.Subscribed == nil {
 		o.Hooks.Subscribed = func(string, bool) {}

@@ -69,7 +69,7 @@ func (c *countingAPI) DeregisterStreamConsumer(ctx context.Context, in *kinesis.
 	return out, err
 }
 
-// complaints is a shard.Logger that keeps warnings and errors (an efo
+// complaints is a logging.Logger that keeps warnings and errors (an efo
 // publisher or registration that warns has met trouble) and drops the rest.
 type complaints struct {
 	mu   sync.Mutex

@@ -44,11 +44,11 @@ type streamReader struct {
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
 	running map[string]context.CancelFunc
-	// fresh is set while no shard of the stream has ever been pinned: the
-	// first pin applies start_from, later ones start new shards at their
+	// firstPin is set while no shard of the stream has ever been pinned:
+	// the first pin applies start_from, later ones start new shards at their
 	// beginning.
-	fresh bool
-	// recreated is set with fresh when the checkpoints were of an earlier
+	firstPin bool
+	// recreated is set with firstPin when the checkpoints were of an earlier
 	// stream of the same name: every record of the new stream was written
 	// after the input first saw the name, so start_from latest reads it from
 	// its beginning.
@@ -103,7 +103,7 @@ func (s *streamReader) load(ctx context.Context) error {
 	st.ARN = s.arn
 	st.Created = s.created
 	s.pos = newPositions(s.name, s.in.store, s.in.metrics, st)
-	s.fresh = len(st.Shards) == 0
+	s.firstPin = len(st.Shards) == 0
 	s.recreated = recreated
 	if s.seen.IsZero() {
 		s.seen = time.Now()
@@ -167,21 +167,21 @@ func (s *streamReader) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fresh := map[string]shardInfo{}
+	known := map[string]shardInfo{}
 	for _, sh := range listed {
-		fresh[sh.id] = sh
+		known[sh.id] = sh
 	}
-	if s.reused(fresh) {
+	if s.reused(known) {
 		if err := s.reset(ctx); err != nil {
 			return err
 		}
 	}
 	for id, sh := range s.shards {
-		if _, ok := fresh[id]; ok {
+		if _, ok := known[id]; ok {
 			continue
 		}
 		if !sh.listed {
-			fresh[id] = sh // learnt from ChildShards, not listed yet: keep it
+			known[id] = sh // learnt from ChildShards, not listed yet: keep it
 			continue
 		}
 		if cancel, ok := s.running[id]; ok {
@@ -191,12 +191,12 @@ func (s *streamReader) discover(ctx context.Context) error {
 			cancel()
 		}
 	}
-	for _, id := range s.pos.prune(fresh) {
+	for _, id := range s.pos.prune(known) {
 		if _, ok := s.running[id]; !ok {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
 	}
-	s.shards = fresh
+	s.shards = known
 	return s.pin(ctx, listed)
 }
 
@@ -241,7 +241,7 @@ func (s *streamReader) reset(ctx context.Context) error {
 	s.pos.reset(created)
 	s.created = created
 	s.shards = map[string]shardInfo{}
-	s.fresh = true
+	s.firstPin = true
 	s.recreated = true
 	return nil
 }
@@ -251,11 +251,11 @@ func (s *streamReader) reset(ctx context.Context) error {
 // yet (a merge whose other parent appeared after the last discovery) asks for
 // a discovery at once: until one lists it, the child waits.
 func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
-	var fresh []shardInfo
+	var learnt []shardInfo
 	for _, c := range children {
 		if _, ok := s.shards[c.id]; !ok {
 			s.shards[c.id] = c
-			fresh = append(fresh, c)
+			learnt = append(learnt, c)
 		}
 		for _, p := range c.parents {
 			if _, ok := s.shards[p]; !ok {
@@ -263,7 +263,7 @@ func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
 			}
 		}
 	}
-	if err := s.pin(ctx, fresh); err != nil && ctx.Err() == nil {
+	if err := s.pin(ctx, learnt); err != nil && ctx.Err() == nil {
 		s.in.log.Errorf("stream %s: %v", s.name, err)
 	}
 }
@@ -274,7 +274,7 @@ func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
 // created after that.
 func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
-	if s.fresh {
+	if s.firstPin {
 		switch s.in.conf.StartFrom {
 		case startLatest:
 			if !s.recreated {
@@ -294,7 +294,7 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 		return err
 	}
 	s.unpinned = false
-	s.fresh = false
+	s.firstPin = false
 	s.recreated = false
 	return nil
 }

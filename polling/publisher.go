@@ -13,6 +13,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -41,7 +42,7 @@ type Options struct {
 	// 30s.
 	CallTimeout time.Duration
 	// Logger receives retry and error logs; default none.
-	Logger shard.Logger
+	Logger logging.Logger
 	// Throttled is called once per throttled call; default none.
 	Throttled func(shardID string)
 }
@@ -66,7 +67,7 @@ func (o Options) withDefaults() Options {
 		o.CallTimeout = 30 * time.Second
 	}
 	if o.Logger == nil {
-		o.Logger = shard.NopLogger{}
+		o.Logger = logging.NopLogger{}
 	}
 	if o.Throttled == nil {
 		o.Throttled = func(string) {}

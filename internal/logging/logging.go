@@ -1,4 +1,6 @@
-package shard
+// Package logging is the logging the publishers do, as an interface that
+// Benthos' *service.Logger satisfies, so that they need not import Benthos.
+package logging
 
 // Logger is the logging a publisher does. Benthos' *service.Logger satisfies
 // it. Record data is never logged.
