@@ -190,11 +190,10 @@ func registerOnce(ctx context.Context, api ConsumerAPI, streamARN, name string) 
 }
 
 func registrationError(what, op string, err error) error {
-	hint := ""
-	if awserr.Is(err, "AccessDeniedException") {
-		hint = " (the credentials need kinesis:DescribeStreamConsumer and, for registration: lazy, kinesis:RegisterStreamConsumer)"
+	if hint := awserr.Decide(op, err).Hint; hint != "" {
+		return fmt.Errorf("%s: %s: %w (%s)", what, op, err, hint)
 	}
-	return fmt.Errorf("%s: %s: %w%s", what, op, err, hint)
+	return fmt.Errorf("%s: %s: %w", what, op, err)
 }
 
 // Deregister deletes the consumer. A consumer that is already gone is not an

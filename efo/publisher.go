@@ -319,14 +319,11 @@ func (r *reader) batch(ev *types.SubscribeToShardEvent) (shard.Batch, bool) {
 // failed decides what to do after a failed subscription: it waits before the
 // next one, or returns the error that ends the Read.
 func (r *reader) failed(ctx context.Context, err error) error {
-	class := awserr.Classify(err)
-	switch {
-	case errors.Is(err, errSilent), errors.Is(err, errUnanswered):
-		class = awserr.Recoverable
-	case class == awserr.Throttled:
-		class = awserr.Retryable // LimitExceeded on subscribe counts: another process may hold the shard
+	d := awserr.Decide("SubscribeToShard", err)
+	if errors.Is(err, errSilent) || errors.Is(err, errUnanswered) {
+		d = awserr.Decision{Class: awserr.Recoverable}
 	}
-	r.opts.Hooks.Failed(r.shardID, class, err)
+	r.opts.Hooks.Failed(r.shardID, d.Class, err)
 	if awserr.Is(err, "ResourceNotFoundException") && r.opts.Reregister != nil && ctx.Err() == nil {
 		// The consumer may be gone (deregistered while in use), or the shard
 		// or the stream. Either way this is never the end of the shard.
@@ -343,15 +340,15 @@ func (r *reader) failed(ctx context.Context, err error) error {
 		r.opts.Logger.Warnf("shard %s: consumer %s is gone (%v): reading on through consumer %s", r.shardID, r.consumer, err, arn)
 		return nil
 	}
-	switch class {
-	case awserr.Canceled:
+	switch {
+	case d.Class == awserr.Canceled:
 		return err
-	case awserr.Fatal:
-		return &Error{Consumer: r.consumer, Shard: r.shardID, Class: class, Err: err}
-	case awserr.Retryable:
+	case d.Class == awserr.Fatal:
+		return &Error{Consumer: r.consumer, Shard: r.shardID, Class: d.Class, Err: err}
+	case d.Counts:
 		r.failures++
 		if r.failures >= r.opts.RetryLimit {
-			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: class,
+			return &Error{Consumer: r.consumer, Shard: r.shardID, Class: d.Class,
 				Err: fmt.Errorf("%d failures in a row, the last: %w", r.failures, err)}
 		}
 		r.opts.Logger.Warnf("shard %s: subscription failed (%d of %d tries): %v", r.shardID, r.failures, r.opts.RetryLimit, err)

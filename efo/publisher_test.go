@@ -414,8 +414,10 @@ func TestReadRetryLimit(t *testing.T) {
 		if !errors.As(err, &perr) {
 			t.Fatalf("Read returned %v, want an *efo.Error", err)
 		}
-		if perr.Shard != shard0 || perr.Consumer != f.arn || perr.Class != awserr.Retryable || !awserr.Is(err, "LimitExceededException") {
-			t.Errorf("error of shard %q, consumer %q, class %v, code %q; want %s, %s, retryable, LimitExceededException",
+		// Throttling of SubscribeToShard keeps its class and counts toward
+		// the limit (awserr.Decide): another process may hold the shard.
+		if perr.Shard != shard0 || perr.Consumer != f.arn || perr.Class != awserr.Throttled || !awserr.Is(err, "LimitExceededException") {
+			t.Errorf("error of shard %q, consumer %q, class %v, code %q; want %s, %s, throttled, LimitExceededException",
 				perr.Shard, perr.Consumer, perr.Class, awserr.Code(err), shard0, f.arn)
 		}
 		for _, w := range []string{"3 failures in a row", shard0, f.arn} {

@@ -117,7 +117,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
-- kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, retryable, fatal)
+- kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
 - kinesis_hash_key_out_of_range: user records of aggregates whose hash key lies outside their shard's range, per stream and shard
 - kinesis_records_past_checkpoint: gauge per stream and shard, the records read past the shard's checkpoint (all of which a restart would read again); a finished shard's gauges go to zero
 `).

@@ -20,13 +20,8 @@ type Error struct {
 
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("polling shard %s of stream %s: %s: %v", e.Shard, e.Stream, e.Op, e.Err)
-	switch awserr.Code(e.Err) {
-	case "AccessDeniedException":
-		msg += " (the credentials need kinesis:GetShardIterator and kinesis:GetRecords on this stream)"
-	case "ResourceNotFoundException":
-		msg += " (the stream was deleted, or the shard is older than the stream's retention period)"
-	case "KMSAccessDeniedException", "KMSDisabledException", "KMSInvalidStateException", "KMSNotFoundException":
-		msg += " (the stream is encrypted: the credentials need kms:Decrypt on its key, and the key must be enabled)"
+	if hint := awserr.Decide(e.Op, e.Err).Hint; hint != "" {
+		msg += " (" + hint + ")"
 	}
 	return msg
 }

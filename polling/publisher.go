@@ -214,21 +214,21 @@ func (r *reader) getIterator(ctx context.Context) (string, error) {
 // retry waits before the next attempt after err, or returns the error that
 // ends the read.
 func (r *reader) retry(ctx context.Context, op string, err error) error {
-	class := awserr.Classify(err)
+	d := awserr.Decide(op, err)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	switch class {
+	switch d.Class {
 	case awserr.Canceled:
 		return err
 	case awserr.Fatal:
 		return r.fail(r.shardID, op, err)
 	case awserr.Throttled:
 		r.opts.Throttled(r.shardID)
-		r.opts.Logger.Debugf("shard %s: %s throttled, backing off: %v", r.shardID, op, err)
-	case awserr.Recoverable:
-		r.opts.Logger.Debugf("shard %s: %s failed, retrying: %v", r.shardID, op, err)
-	case awserr.Retryable:
+	}
+	if !d.Counts {
+		r.opts.Logger.Debugf("shard %s: %s failed (%v), backing off: %v", r.shardID, op, d.Class, err)
+	} else {
 		r.failures++
 		if r.failures >= r.opts.RetryLimit {
 			return r.fail(r.shardID, op, err)

@@ -181,7 +181,7 @@ func DescribeStream(ctx context.Context, client *kinesis.Client, ref StreamRef, 
 		case awserr.Is(err, "ResourceNotFoundException"):
 			return Stream{}, fmt.Errorf("stream %s does not exist in %s: create it or fix %s", ref, where, fix)
 		case awserr.Is(err, "AccessDeniedException"):
-			return Stream{}, fmt.Errorf("stream %s in %s: access denied: the credentials need kinesis:DescribeStreamSummary, kinesis:ListShards, kinesis:GetShardIterator and kinesis:GetRecords on it: %w", ref, where, err)
+			return Stream{}, fmt.Errorf("stream %s in %s: access denied: %s: %w", ref, where, awserr.Decide("DescribeStreamSummary", err).Hint, err)
 		case awserr.Classify(err) == awserr.Recoverable:
 			return Stream{}, fmt.Errorf("cannot reach Kinesis in %s to describe stream %s: %w", where, ref, err)
 		}

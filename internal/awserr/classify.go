@@ -65,7 +65,9 @@ func Code(err error) string {
 // Is reports whether err carries the AWS error code.
 func Is(err error, code string) bool { return err != nil && Code(err) == code }
 
-// Classify sorts err. Codes that need a caller's judgement (ExpiredIterator,
+// Classify sorts err, with the SDK's own lists of throttling and retryable
+// codes and of connection errors, and this package's of the rest. Codes that
+// need a caller's judgement (ExpiredIterator,
 // ResourceInUse, ResourceNotFound) are classified here by their general nature;
 // callers check for them with Is before calling Classify.
 func Classify(err error) Class {
@@ -75,13 +77,16 @@ func Classify(err error) Class {
 	if errors.Is(err, context.Canceled) {
 		return Canceled
 	}
-	switch Code(err) {
-	case "ProvisionedThroughputExceededException", "LimitExceededException", "ThrottlingException",
-		"KMSThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "SlowDown",
-		"RequestThrottled", "RequestThrottledException", "ThrottledException", "TransactionInProgressException":
+	code := Code(err)
+	if _, ok := retry.DefaultThrottleErrorCodes[code]; ok || code == "KMSThrottlingException" {
 		return Throttled
+	}
+	if _, ok := retry.DefaultRetryableErrorCodes[code]; ok {
+		return Recoverable
+	}
+	switch code {
 	case "InternalFailureException", "InternalFailure", "ServiceUnavailable", "ServiceUnavailableException",
-		"InternalServerError", "InternalError", "ResourceInUseException", "RequestTimeout", "RequestTimeoutException":
+		"InternalServerError", "InternalError", "ResourceInUseException":
 		return Recoverable
 	case "AccessDeniedException", "AccessDenied", "UnrecognizedClientException", "InvalidClientTokenId",
 		"IncompleteSignature", "InvalidSignatureException", "SignatureDoesNotMatch", "ExpiredTokenException",
@@ -98,7 +103,8 @@ func Classify(err error) Class {
 		}
 		return Retryable
 	}
-	if errors.Is(err, context.DeadlineExceeded) || isNetwork(err) {
+	if errors.Is(err, context.DeadlineExceeded) || isNetwork(err) ||
+		(retry.RetryableConnectionError{}).IsErrorRetryable(err).Bool() {
 		return Recoverable
 	}
 	var maxAttempts *retry.MaxAttemptsError

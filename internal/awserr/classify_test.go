@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -50,5 +51,39 @@ func TestCode(t *testing.T) {
 	}
 	if Is(errors.New("x"), "ExpiredIteratorException") || Is(nil, "") {
 		t.Fatal("Is matched an error without that code")
+	}
+}
+
+// TestDecide: the decision per operation, in one table. Throttling counts
+// toward the retry limit only for SubscribeToShard; hints name what to fix.
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		op     string
+		err    error
+		class  Class
+		counts bool
+		hint   string
+	}{
+		{"SubscribeToShard", &types.LimitExceededException{}, Throttled, true, "another process subscribing"},
+		{"GetRecords", &types.ProvisionedThroughputExceededException{}, Throttled, false, ""},
+		{"GetRecords", &smithy.GenericAPIError{Code: "Throttling"}, Throttled, false, ""},
+		{"GetRecords", &smithy.GenericAPIError{Code: "BandwidthLimitExceeded"}, Throttled, false, ""},
+		{"GetRecords", &smithy.GenericAPIError{Code: "PriorRequestNotComplete"}, Throttled, false, ""},
+		{"GetRecords", &smithy.GenericAPIError{Code: "Weird", Fault: smithy.FaultClient}, Retryable, true, ""},
+		{"GetRecords", &types.InternalFailureException{}, Recoverable, false, ""},
+		{"GetRecords", &types.AccessDeniedException{}, Fatal, false, "kinesis:GetShardIterator and kinesis:GetRecords"},
+		{"SubscribeToShard", &types.AccessDeniedException{}, Fatal, false, "kinesis:SubscribeToShard"},
+		{"RegisterStreamConsumer", &types.AccessDeniedException{}, Fatal, false, "kinesis:RegisterStreamConsumer"},
+		{"DescribeStreamSummary", &types.AccessDeniedException{}, Fatal, false, "kinesis:DescribeStreamSummary"},
+		{"GetRecords", &types.KMSDisabledException{}, Fatal, false, "kms:Decrypt"},
+		{"GetRecords", &types.ResourceNotFoundException{}, Fatal, false, "retention period"},
+		{"SubscribeToShard", &types.ResourceNotFoundException{}, Fatal, false, "deregistered"},
+		{"SubscribeToShard", fmt.Errorf("x: %w", context.Canceled), Canceled, false, ""},
+	}
+	for _, c := range cases {
+		d := Decide(c.op, c.err)
+		if d.Class != c.class || d.Counts != c.counts || (c.hint == "") != (d.Hint == "") || !strings.Contains(d.Hint, c.hint) {
+			t.Errorf("Decide(%s, %v) = %+v, want class %v, counts %v, a hint with %q", c.op, c.err, d, c.class, c.counts, c.hint)
+		}
 	}
 }
