@@ -208,13 +208,9 @@ func (t *ackTracker) freezeAt(e *tracked) {
 	t.frozen = true
 	for q := e.next; q != nil; q = q.next {
 		q.detached = true
-		q.prev = nil
 		t.entries--
 	}
-	if e.next != nil {
-		e.next.prev = nil
-		e.next = nil
-	}
+	e.next = nil // the detached batches leave the list with it
 	t.tail = e
 }
 

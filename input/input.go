@@ -160,15 +160,15 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
 		return s, nil
 	}
-	desc, err := awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
+	s.describe = func(ctx context.Context) (awsclient.Stream, error) {
+		return awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
+	}
+	desc, err := s.describe(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.arn, s.created = desc.ARN, desc.Created
 	s.seen = in.firstSeen(ref.Name, at)
-	s.describe = func(ctx context.Context) (awsclient.Stream, error) {
-		return awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
-	}
 	if in.conf.Reader == readerPolling {
 		s.pub = polling.New(client, s.arn, polling.Options{
 			Interval: in.conf.PollingInterval,

@@ -184,8 +184,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		if verify {
 			if err := r.sameShard(ctx, start); err != nil {
 				if errors.Is(err, errRecreated) {
-					r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
-					<-ctx.Done()
+					r.awaitReset(ctx, err)
 					return
 				}
 				wait := bo.Next()
@@ -236,8 +235,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			if serr := r.sameShard(ctx, start); serr != nil {
 				err = fmt.Errorf("%w; the shard is not read again until it is known to be the same: %v", err, serr)
 				if errors.Is(serr, errRecreated) {
-					r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
-					<-ctx.Done()
+					r.awaitReset(ctx, err)
 					return
 				}
 				verify = true
@@ -260,6 +258,14 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			return
 		}
 	}
+}
+
+// awaitReset waits, after err found the shard listed under this reader's id
+// to be another one (the stream was created again), for discovery to reset
+// the stream and end this reader.
+func (r *shardReader) awaitReset(ctx context.Context, err error) {
+	r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
+	<-ctx.Done()
 }
 
 // checkpointExpired reports that the record of a refused start was trimmed:
