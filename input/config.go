@@ -1,9 +1,11 @@
 package input
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -34,12 +36,24 @@ type config struct {
 	CheckpointDir   string
 	CheckpointLimit int
 	CommitPeriod    time.Duration
+	// Leases is set when checkpoint.dynamodb is: many instances share the
+	// streams through a lease table.
+	Leases *leaseConfig
 
 	Deaggregate       bool
 	DiscoveryInterval time.Duration
 	Batching          service.BatchPolicy
 	ReplayNacks       bool
 	StrictOrder       bool
+}
+
+type leaseConfig struct {
+	Table       string
+	Create      bool
+	Endpoint    string
+	LeasePeriod time.Duration
+	InstanceID  string
+	StealLimit  int
 }
 
 type efoConfig struct {
@@ -205,6 +219,14 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.CheckpointDir, err = cp.FieldString(fCheckpointDir); err != nil {
 		return c, err
 	}
+	if cp.Contains(fDynamo) {
+		if c.CheckpointDir != "" {
+			return c, fieldError(fCheckpoint+"."+fCheckpointDir, c.CheckpointDir, "is set together with %s.%s; with a lease table the checkpoints live in the table, so remove dir", fCheckpoint, fDynamo)
+		}
+		if c.Leases, err = parseLeaseConfig(cp.Namespace(fDynamo)); err != nil {
+			return c, err
+		}
+	}
 	if c.CheckpointDir == "" {
 		c.CheckpointDir = defaultCheckpointDir
 	}
@@ -349,4 +371,61 @@ func parseConsumerARNs(arns map[string]string, streams []streamRef) (map[string]
 		}
 	}
 	return out, nil
+}
+
+func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
+	const at = fCheckpoint + "." + fDynamo + "."
+	var l leaseConfig
+	var err error
+	if l.Table, err = pc.FieldString(fDynamoTable); err != nil {
+		return nil, err
+	}
+	if !dynamoTableRE.MatchString(l.Table) {
+		return nil, fieldError(at+fDynamoTable, l.Table, "expected a DynamoDB table name: 3 to 255 of a-z, A-Z, 0-9, '_', '-', '.'")
+	}
+	if l.Create, err = pc.FieldBool(fDynamoCreate); err != nil {
+		return nil, err
+	}
+	if l.Endpoint, err = pc.FieldString(fDynamoEndpoint); err != nil {
+		return nil, err
+	}
+	if l.Endpoint != "" {
+		if u, err := url.Parse(l.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fieldError(at+fDynamoEndpoint, l.Endpoint, "expected a URL such as http://localhost:8000")
+		}
+	}
+	if l.LeasePeriod, err = pc.FieldDuration(fDynamoLeasePeriod); err != nil {
+		return nil, err
+	}
+	if l.LeasePeriod < time.Second {
+		return nil, fieldError(at+fDynamoLeasePeriod, l.LeasePeriod, "expected at least 1s")
+	}
+	if l.InstanceID, err = pc.FieldString(fDynamoInstanceID); err != nil {
+		return nil, err
+	}
+	if l.InstanceID == "" {
+		l.InstanceID = newInstanceID()
+	}
+	if l.StealLimit, err = pc.FieldInt(fDynamoStealLimit); err != nil {
+		return nil, err
+	}
+	if l.StealLimit < 0 {
+		return nil, fieldError(at+fDynamoStealLimit, l.StealLimit, "expected 0 (never ask for leases) or more")
+	}
+	return &l, nil
+}
+
+// dynamoTableRE is what DynamoDB accepts as a table name.
+var dynamoTableRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// newInstanceID names this process in a lease table: the host and a random
+// suffix, so that a restart is a new instance.
+func newInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "instance"
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", host, b)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -47,6 +48,7 @@ type kinesisInput struct {
 	connMu    sync.Mutex
 	connected bool
 	store     checkpoint.Store
+	table     *lease.Table // checkpoint.dynamodb, instead of store
 	streams   []*streamReader
 	// seen is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
@@ -109,7 +111,15 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		streams = append(streams, s)
 	}
 
-	if in.store == nil {
+	if l := in.conf.Leases; l != nil && in.table == nil {
+		t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+		if err != nil {
+			return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+		}
+		in.table = t
+		in.log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+	}
+	if in.store == nil && in.table == nil {
 		store, err := checkpoint.OpenFile(in.conf.CheckpointDir)
 		if err != nil {
 			return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
@@ -314,6 +324,11 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		if err := s.pos.commit(context.Background()); err != nil {
 			errs = append(errs, err)
 		}
+		if s.pos.leases != nil {
+			if err := s.pos.releaseAll(context.Background()); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if in.store != nil {
 		errs = append(errs, in.store.Close())
@@ -349,8 +364,17 @@ func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
 }
 
 // commitLoop commits acknowledged positions every commit period.
+//
+// With a lease table it also renews the leases held (ticking at least every
+// sixth of a lease period, so that each is written at least every half
+// period), and stops the readers of leases it could not renew for a whole
+// lease period: another instance may hold them by now.
 func (in *kinesisInput) commitLoop(ctx context.Context) {
-	t := time.NewTicker(in.conf.CommitPeriod)
+	every := in.conf.CommitPeriod
+	if l := in.conf.Leases; l != nil {
+		every = min(every, l.LeasePeriod/6)
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -359,8 +383,19 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, s := range in.streams {
+			if l := s.pos.leases; l != nil {
+				for _, id := range l.fence(time.Now()) {
+					in.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds", s.name, id, l.period)
+				}
+			}
 			if err := s.pos.commit(ctx); err != nil && ctx.Err() == nil {
 				in.log.Errorf("%v", err)
+			}
+			if s.pos.leases != nil {
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}

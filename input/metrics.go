@@ -19,6 +19,14 @@ type metrics struct {
 	// expired counts starts refused because their record passed the
 	// retention period (the shard is then read from TRIM_HORIZON).
 	expired *service.MetricCounter // stream, shard
+
+	// Lease table (checkpoint.dynamodb).
+	leasesTaken      *service.MetricCounter // stream: free or expired leases taken
+	leasesStolen     *service.MetricCounter // stream: leases asked of a live holder and received
+	leasesLost       *service.MetricCounter // stream: held leases found taken by another instance
+	leasesHandedOver *service.MetricCounter // stream: leases handed over after their last checkpoint
+	renewalFailures  *service.MetricCounter // stream: lease writes that failed (not lost)
+	sinceRenewal     *service.MetricGauge   // stream: ms since the oldest held lease was last renewed
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -36,5 +44,12 @@ func newMetrics(m *service.Metrics) *metrics {
 		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
 		pastCheckpoint: m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
 		expired:        m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
+
+		leasesTaken:      m.NewCounter("kinesis_leases_taken", "stream"),
+		leasesStolen:     m.NewCounter("kinesis_leases_stolen", "stream"),
+		leasesLost:       m.NewCounter("kinesis_leases_lost", "stream"),
+		leasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
+		renewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
+		sinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
+
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 )
 
@@ -23,6 +25,7 @@ type positions struct {
 	stream  string // the stream's name, for errors
 	store   checkpoint.Store
 	metrics *metrics
+	log     *service.Logger // nil in unit tests
 
 	// saveMu serializes saves, so that a later snapshot is never
 	// overwritten by an earlier one; mu guards the rest.
@@ -35,6 +38,16 @@ type positions struct {
 	// crash, and the parent's tail then read again after its children).
 	endsSaved map[string]bool
 	epoch     int
+
+	// leases is set when the stream shares a lease table with other
+	// instances: the store is then unused, every shard has its own item, and
+	// only the shards whose lease this instance holds are written.
+	leases *leases
+	// unstored holds the shards pinned and not yet in the table, with their
+	// parents; gone the shards no longer listed whose items are to be
+	// deleted (lease table only).
+	unstored map[string][]string
+	gone     []string
 }
 
 func newPositions(stream string, store checkpoint.Store, m *metrics, st checkpoint.Stream) *positions {
@@ -82,6 +95,9 @@ func (p *positions) pin(shards []shardInfo, start checkpoint.Start) bool {
 		if _, ok := p.state.Shards[sh.id]; !ok {
 			p.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
 			added = true
+			if p.leases != nil {
+				p.unstored[sh.id] = sh.parents
+			}
 		}
 	}
 	if added {
@@ -124,6 +140,10 @@ func (p *positions) prune(listed map[string]shardInfo) (unfinished []string) {
 		}
 		delete(p.state.Shards, id)
 		delete(p.endsSaved, id)
+		if p.leases != nil {
+			delete(p.unstored, id)
+			p.gone = append(p.gone, id)
+		}
 		p.dirty = true
 	}
 	return unfinished
@@ -139,12 +159,20 @@ func (p *positions) reset(created time.Time) {
 	p.endsSaved = map[string]bool{}
 	p.epoch++
 	p.dirty = true
+	if p.leases != nil {
+		p.unstored = map[string][]string{}
+		p.gone = nil
+	}
 }
 
 // setPosition records a new acknowledged position of a shard; it is saved by
 // the next commit. A reader of an older epoch, or of a shard forgotten since,
-// changes nothing.
-func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int) {
+// or (with a lease table) a reader whose lease is no longer held, changes
+// nothing.
+func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int, gen int64) {
+	if p.leases != nil && !p.leases.current(shardID, gen) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
@@ -158,7 +186,10 @@ func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch i
 
 // setEnded records that a shard was read to its end and saves at once: its
 // children wait until the end is saved.
-func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int) error {
+func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int, gen int64) error {
+	if p.leases != nil && !p.leases.current(shardID, gen) {
+		return nil
+	}
 	p.mu.Lock()
 	cp, ok := p.state.Shards[shardID]
 	if !ok || epoch != p.epoch {
@@ -175,10 +206,14 @@ func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoi
 	return p.commit(ctx)
 }
 
-// commit saves the checkpoints if anything changed.
+// commit saves the checkpoints if anything changed. With a lease table it
+// also renews the leases held.
 func (p *positions) commit(ctx context.Context) error {
 	p.saveMu.Lock()
 	defer p.saveMu.Unlock()
+	if p.leases != nil {
+		return p.commitLeases(ctx)
+	}
 	p.mu.Lock()
 	if !p.dirty {
 		p.mu.Unlock()
@@ -208,4 +243,16 @@ func (p *positions) commit(ctx context.Context) error {
 	p.mu.Unlock()
 	p.metrics.commits.Incr(1, p.stream)
 	return nil
+}
+
+func (p *positions) warnf(format string, args ...any) {
+	if p.log != nil {
+		p.log.Warnf(format, args...)
+	}
+}
+
+func (p *positions) infof(format string, args ...any) {
+	if p.log != nil {
+		p.log.Infof(format, args...)
+	}
 }

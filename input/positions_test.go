@@ -39,14 +39,14 @@ func TestPositionsGuardEpochsAndSavedEnds(t *testing.T) {
 	p.pin([]shardInfo{{id: "a", startSeq: "1"}, {id: "b", startSeq: "2"}}, checkpoint.Start{Kind: "TRIM_HORIZON"})
 	old := p.current()
 
-	p.setPosition("a", pos(5), old)
-	p.setPosition("a", pos(3), old) // never backwards
+	p.setPosition("a", pos(5), old, 0)
+	p.setPosition("a", pos(3), old, 0) // never backwards
 	if cp, _ := p.of("a"); cp.Position == nil || *cp.Position != pos(5) {
 		t.Fatalf("position %v, want 5", cp.Position)
 	}
 
 	store.fail = true
-	if err := p.setEnded(ctx, "b", nil, old); err == nil {
+	if err := p.setEnded(ctx, "b", nil, old, 0); err == nil {
 		t.Fatal("setEnded did not report the failed save")
 	}
 	if p.endSaved("b") {
@@ -62,8 +62,8 @@ func TestPositionsGuardEpochsAndSavedEnds(t *testing.T) {
 
 	p.reset(p.state.Created)
 	p.pin([]shardInfo{{id: "a", startSeq: "9"}}, checkpoint.Start{Kind: "TRIM_HORIZON"})
-	p.setPosition("a", pos(7), old)
-	if err := p.setEnded(ctx, "a", nil, old); err != nil {
+	p.setPosition("a", pos(7), old, 0)
+	if err := p.setEnded(ctx, "a", nil, old, 0); err != nil {
 		t.Fatal(err)
 	}
 	if cp, _ := p.of("a"); cp.Position != nil || cp.Ended {
@@ -79,7 +79,7 @@ func TestPositionsGuardEpochsAndSavedEnds(t *testing.T) {
 func TestPositionsPrune(t *testing.T) {
 	p := testPositions(&failingStore{})
 	p.pin([]shardInfo{{id: "a"}, {id: "b"}, {id: "c"}}, checkpoint.Start{Kind: "TRIM_HORIZON"})
-	if err := p.setEnded(context.Background(), "c", nil, p.current()); err != nil {
+	if err := p.setEnded(context.Background(), "c", nil, p.current(), 0); err != nil {
 		t.Fatal(err)
 	}
 	unfinished := p.prune(map[string]shardInfo{"a": {id: "a", startSeq: "42"}})

@@ -34,6 +34,9 @@ type shardReader struct {
 	info    shardInfo
 	cp      checkpoint.Checkpoint
 	epoch   int // of the stream's state when the reader started
+	// gen is the reader's generation of the shard's lease (lease table
+	// only): its acknowledgements move the checkpoint while it is current.
+	gen     int64
 	tracker *ackTracker
 	conv    *converter
 
@@ -379,6 +382,11 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 	}
 	var d delivery
 	for {
+		if r.gen != 0 && !r.s.pos.leases.readable(r.info.id, r.gen) {
+			// Not renewed for a lease period (the process was paused, or the
+			// table is unreachable): another instance may read the shard now.
+			return errLeaseExpired
+		}
 		var out chan<- delivery
 		var idle <-chan struct{}
 		if e == nil {
@@ -433,7 +441,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
-		r.s.pos.setPosition(r.info.id, pos, r.epoch)
+		r.s.pos.setPosition(r.info.id, pos, r.epoch, r.gen)
 	}
 }
 
@@ -473,7 +481,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		return ev
 	}
 	for {
-		err := r.s.pos.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch)
+		err := r.s.pos.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch, r.gen)
 		if err == nil {
 			break
 		}

@@ -35,6 +35,13 @@ const (
 	fCheckpointDir          = "dir"
 	fCheckpointLimit        = "limit"
 	fCheckpointCommitPeriod = "commit_period"
+	fDynamo                 = "dynamodb"
+	fDynamoTable            = "table"
+	fDynamoCreate           = "create"
+	fDynamoEndpoint         = "endpoint"
+	fDynamoLeasePeriod      = "lease_period"
+	fDynamoInstanceID       = "instance_id"
+	fDynamoStealLimit       = "steal_limit"
 	fDeaggregate            = "deaggregate"
 	fShardDiscoveryInterval = "shard_discovery_interval"
 	fBatching               = "batching"
@@ -206,6 +213,29 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				service.NewDurationField(fCheckpointCommitPeriod).
 					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
 					Default("1s"),
+				service.NewObjectField(fDynamo,
+					service.NewStringField(fDynamoTable).
+						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them."),
+					service.NewBoolField(fDynamoCreate).
+						Description("Create the table (on-demand billing, hash key `leaseKey`) if it does not exist, and wait until it is ACTIVE.").
+						Default(false),
+					service.NewStringField(fDynamoEndpoint).
+						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's.").
+						Default(""),
+					service.NewDurationField(fDynamoLeasePeriod).
+						Description("An instance that has not renewed a lease for this long loses it to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB writes and more slack for pauses. A dead instance's shards are read again within about 1.7 lease periods.").
+						Default("10s"),
+					service.NewStringField(fDynamoInstanceID).
+						Description("The name of this instance in the table (`leaseOwner`). Empty: the host name and a random suffix, new at every start. Two running instances must never share one.").
+						Default("").
+						Advanced(),
+					service.NewIntField(fDynamoStealLimit).
+						Description("The most leases an instance asks other live instances to hand over per lease cycle (a third of `lease_period`) while it holds fewer than its share.").
+						Default(1).
+						Advanced(),
+				).
+					Description("Share the shards of each stream between many instances through a DynamoDB lease table. Leases and checkpoints then live in the table instead of `dir`.").
+					Optional(),
 			).
 				Description("Where and how shard positions are checkpointed."),
 			service.NewBoolField(fDeaggregate).
@@ -230,6 +260,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
   this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") != "none" && this.efo.consumer_name.or("") == "" => [ "field efo.consumer_name: reader efo with registration %v needs a consumer name, e.g. my-app".format(this.efo.registration.or("lazy")) ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") == "none" && this.efo.consumer_arns.or({}).length() == 0 => [ "field efo.consumer_arns: registration none needs the consumer ARN of every stream" ],
+  this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dir.or("") != "" => [ "field checkpoint.dir: is set together with checkpoint.dynamodb; with a lease table the checkpoints live in the table, so remove dir" ],
+  this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dynamodb.table.or("") == "" => [ "field checkpoint.dynamodb.table: a lease table needs a table name, e.g. orders-leases" ],
   this.start_from.or("latest") != "at_timestamp" && this.start_timestamp.or("") != "" => [ "field start_timestamp: is set but start_from is %v; set start_from: at_timestamp to use it".format(this.start_from.or("latest")) ],
 }`).
 		Example("Read by Enhanced Fan-Out",

@@ -2,6 +2,7 @@ package input
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -43,7 +44,7 @@ type streamReader struct {
 
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
-	running map[string]context.CancelFunc
+	running map[string]context.CancelCauseFunc
 	// firstPin is set while no shard of the stream has ever been pinned:
 	// the first pin applies start_from, later ones start new shards at their
 	// beginning.
@@ -60,6 +61,14 @@ type streamReader struct {
 	// rediscover asks the run loop for a discovery at once: a child was
 	// learnt whose other parent is not known yet.
 	rediscover bool
+	// pinStart, with a lease table, is where the shards of the first pin
+	// start, as the stream's item says: every instance pins the same.
+	pinStart *checkpoint.Start
+	// wake asks the run loop to schedule again: a lease was renewed after a
+	// lapse, or handed over (lease table only).
+	wake chan struct{}
+	// leasesStarted is set once the first lease cycle ran.
+	leasesStarted bool
 
 	// outOfRangeWarned holds the shards whose aggregates were found to hold
 	// user records of another shard's hash key range: said once per shard.
@@ -84,6 +93,9 @@ type shardEvent struct {
 // load reads the stored checkpoints. A stream that was deleted and created
 // again since they were written starts afresh, loudly.
 func (s *streamReader) load(ctx context.Context) error {
+	if s.in.table != nil {
+		return s.loadLeases(ctx)
+	}
 	st, err := s.in.store.Load(ctx, s.arn)
 	if err != nil {
 		return fmt.Errorf("loading checkpoints of stream %s: %w", s.name, err)
@@ -105,13 +117,20 @@ func (s *streamReader) load(ctx context.Context) error {
 	s.pos = newPositions(s.name, s.in.store, s.in.metrics, st)
 	s.firstPin = len(st.Shards) == 0
 	s.recreated = recreated
+	s.prepareRun()
+	return nil
+}
+
+// prepareRun sets up what the run loop owns.
+func (s *streamReader) prepareRun() {
+	s.pos.log = s.in.log
 	if s.seen.IsZero() {
 		s.seen = time.Now()
 	}
 	s.events = make(chan shardEvent)
+	s.wake = make(chan struct{}, 1)
 	s.shards = map[string]shardInfo{}
-	s.running = map[string]context.CancelFunc{}
-	return nil
+	s.running = map[string]context.CancelCauseFunc{}
 }
 
 // run discovers shards and schedules their readers until ctx ends, then waits
@@ -123,10 +142,23 @@ func (s *streamReader) run(ctx context.Context) {
 	bo := backoff.Backoff{Initial: time.Second, Max: s.in.conf.DiscoveryInterval}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// With a lease table, leases are taken every third of a lease period,
+	// after the first discovery.
+	var leaseC <-chan time.Time
+	if s.pos.leases != nil {
+		t := time.NewTicker(s.pos.leases.period / 3)
+		defer t.Stop()
+		leaseC = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-leaseC:
+			if err := s.leaseCycle(ctx); err != nil && ctx.Err() == nil {
+				s.in.log.Errorf("stream %s: %v", s.name, err)
+			}
+		case <-s.wake:
 		case <-timer.C:
 			wait := s.in.conf.DiscoveryInterval
 			if err := s.discover(ctx); err != nil {
@@ -137,6 +169,14 @@ func (s *streamReader) run(ctx context.Context) {
 				wait = bo.Next()
 			} else {
 				bo.Reset()
+				if s.pos.leases != nil && !s.leasesStarted {
+					// The first leases are taken as soon as the shards are
+					// known, not a third of a lease period later.
+					s.leasesStarted = true
+					if err := s.leaseCycle(ctx); err != nil && ctx.Err() == nil {
+						s.in.log.Errorf("stream %s: %v", s.name, err)
+					}
+				}
 			}
 			timer.Reset(wait)
 		case ev := <-s.events:
@@ -188,7 +228,7 @@ func (s *streamReader) discover(ctx context.Context) error {
 			// Listed before and not any more: it passed the retention period
 			// while being read, and reading it again can only fail.
 			s.in.log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.name, id)
-			cancel()
+			cancel(nil)
 		}
 	}
 	for _, id := range s.pos.prune(known) {
@@ -236,7 +276,7 @@ func (s *streamReader) reset(ctx context.Context) error {
 		created = desc.Created
 	}
 	for _, cancel := range s.running {
-		cancel()
+		cancel(nil)
 	}
 	s.pos.reset(created)
 	s.created = created
@@ -274,7 +314,9 @@ func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
 // created after that.
 func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
-	if s.firstPin {
+	if s.firstPin && s.pinStart != nil {
+		start = *s.pinStart
+	} else if s.firstPin {
 		switch s.in.conf.StartFrom {
 		case startLatest:
 			if !s.recreated {
@@ -293,6 +335,14 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	if err := s.pos.commit(ctx); err != nil {
 		return err
 	}
+	if s.pos.leases != nil && !s.pos.stored() {
+		return fmt.Errorf("the lease table did not store every new shard yet")
+	}
+	if s.firstPin && s.pinStart != nil {
+		if err := s.pinned(ctx); err != nil {
+			return err
+		}
+	}
 	s.unpinned = false
 	s.firstPin = false
 	s.recreated = false
@@ -306,8 +356,13 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	epoch := s.pos.current()
+	l := s.pos.leases
+	now := time.Now()
 	for id, sh := range s.shards {
 		if _, ok := s.running[id]; ok {
+			continue
+		}
+		if l != nil && !l.holds(id, now) {
 			continue
 		}
 		cp, ok := s.pos.of(id)
@@ -317,21 +372,36 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		if !s.parentsEnded(sh) {
 			continue
 		}
-		rctx, cancel := context.WithCancel(ctx)
+		rctx, cancel := context.WithCancelCause(ctx)
+		var gen int64
+		if l != nil {
+			if gen = l.startReading(id, cancel); gen == 0 {
+				cancel(nil)
+				continue
+			}
+		}
 		s.running[id] = cancel
 		r := newShardReader(s, sh, cp, epoch)
+		r.gen = gen
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer cancel()
+			defer cancel(nil)
 			ev := r.run(rctx)
+			if errors.Is(context.Cause(rctx), errHandoff) {
+				s.handOver(ctx, r)
+			}
 			select {
 			case s.events <- ev:
 			case <-ctx.Done():
 			}
 		}()
 	}
-	s.in.metrics.ownedShards.Set(int64(len(s.running)), s.name)
+	if l != nil {
+		s.in.metrics.ownedShards.Set(int64(l.count()), s.name)
+	} else {
+		s.in.metrics.ownedShards.Set(int64(len(s.running)), s.name)
+	}
 }
 
 // parentsEnded reports whether every parent of sh has been read to its end

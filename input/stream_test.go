@@ -197,7 +197,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	if err := s.load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	s.running["shardId-000000000000"] = func() {}
+	s.running["shardId-000000000000"] = func(error) {}
 	if err := s.reset(t.Context()); err != nil { // no describe: as with registration none
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 		t.Fatal("the old reader is still counted as running")
 	}
 	// The same event of the current state is adopted.
-	s.running["shardId-000000000000"] = func() {}
+	s.running["shardId-000000000000"] = func(error) {}
 	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.current(), ended: true, children: []shardInfo{child}})
 	if _, ok := s.pos.of(child.id); !ok {
 		t.Fatal("a child reported by a current reader was not pinned")

@@ -21,6 +21,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
@@ -197,4 +198,13 @@ func DescribeStream(ctx context.Context, client *kinesis.Client, ref StreamRef, 
 		return Stream{}, fmt.Errorf("stream %s in %s is %s, not ACTIVE: waiting for it", ref, where, status)
 	}
 	return Stream{ARN: *sum.StreamARN, Created: aws.ToTime(sum.StreamCreationTimestamp)}, nil
+}
+
+// DynamoDB returns a DynamoDB client of cfg, at endpoint when it is set.
+func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }

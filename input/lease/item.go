@@ -1,0 +1,255 @@
+package lease
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+)
+
+// Attribute names. Where the meaning is the same as in a KCL lease table the
+// name is KCL's, so that people who know KCL can read the table.
+const (
+	attrKey          = "leaseKey"     // the hash key
+	attrOwner        = "leaseOwner"   // the instance holding the lease; absent when free
+	attrCounter      = "leaseCounter" // moved by every write of the holder
+	attrCheckpoint   = "checkpoint"   // last acknowledged sequence number, or SHARD_END
+	attrSubSequence  = "checkpointSubSequenceNumber"
+	attrParents      = "parentShardId" // string set
+	attrKind         = "kind"          // shard, stream or worker
+	attrStream       = "streamArn"
+	attrShard        = "shardId"
+	attrPartial      = "checkpointPartial" // the checkpoint sits inside an aggregate
+	attrStartKind    = "startKind"         // where the shard is read from before any checkpoint
+	attrStartTime    = "startTimestamp"
+	attrShardStart   = "startingSequenceNumber" // the shard's first sequence number
+	attrHandoffTo    = "handoffTo"              // an instance asking the holder for the lease
+	attrCreated      = "streamCreated"          // stream items: the stream's creation time
+	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
+	kindShard        = "shard"
+	kindStream       = "stream"
+	kindWorker       = "worker"
+	shardEnd         = "SHARD_END"
+	timestampEncoder = time.RFC3339Nano
+)
+
+// Shard is the item of one shard.
+type Shard struct {
+	Stream  string // the stream's ARN
+	ShardID string
+	// Owner is the instance holding the lease, empty when free.
+	Owner string
+	// Counter moves with every write of the holder and every change of
+	// owner: a write conditional on it fails once anyone else wrote.
+	Counter int64
+	// Checkpoint holds the start, the acknowledged position and the end.
+	Checkpoint checkpoint.Checkpoint
+	Parents    []string
+	// HandoffTo is an instance that asked the holder for the lease.
+	HandoffTo string
+}
+
+// Key returns the item's leaseKey.
+func (s Shard) Key() string { return ShardKey(s.Stream, s.ShardID) }
+
+// ShardKey is the leaseKey of a shard: the stream's ARN and the shard id.
+func ShardKey(streamARN, shardID string) string { return streamARN + ":" + shardID }
+
+func streamKey(streamARN string) string { return streamARN }
+
+func workerKey(streamARN, instance string) string {
+	return streamARN + ":worker:" + instance
+}
+
+// Stream is the item of one stream: what all instances must agree on before
+// any shard is read.
+type Stream struct {
+	ARN string
+	// Created is the stream's creation time (zero when unknown).
+	Created time.Time
+	// Start is where the shards listed at the first start are read from
+	// (start_from, latest stored as the time it meant).
+	Start checkpoint.Start
+	// Pinned is set once the first shards' items hold Start.
+	Pinned bool
+}
+
+// Worker is the presence of one instance on a stream: its counter moves
+// while it lives.
+type Worker struct {
+	ID      string
+	Counter int64
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func getS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, name string) (int64, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s: %q is not an integer", name, v.Value)
+	}
+	return n, nil
+}
+
+func getBool(item map[string]types.AttributeValue, name string) bool {
+	v, ok := item[name].(*types.AttributeValueMemberBOOL)
+	return ok && v.Value
+}
+
+func getTime(item map[string]types.AttributeValue, name string) (*time.Time, error) {
+	s := getS(item, name)
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(timestampEncoder, s)
+	if err != nil {
+		return nil, fmt.Errorf("attribute %s: %q is not an RFC 3339 time", name, s)
+	}
+	return &t, nil
+}
+
+// checkpointValues are the attributes that store a checkpoint's position
+// and end: set holds those to set, remove those to remove.
+func checkpointValues(cp checkpoint.Checkpoint) (set map[string]types.AttributeValue, remove []string) {
+	set = map[string]types.AttributeValue{}
+	switch {
+	case cp.Ended:
+		set[attrCheckpoint] = str(shardEnd)
+		remove = append(remove, attrSubSequence, attrPartial)
+	case cp.Position != nil:
+		set[attrCheckpoint] = str(cp.Position.Sequence)
+		set[attrSubSequence] = num(cp.Position.SubSequence)
+		set[attrPartial] = &types.AttributeValueMemberBOOL{Value: cp.Position.Partial}
+	}
+	return set, remove
+}
+
+// encodeShard returns the whole item of s.
+func encodeShard(s Shard) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attrKey:       str(s.Key()),
+		attrKind:      str(kindShard),
+		attrStream:    str(s.Stream),
+		attrShard:     str(s.ShardID),
+		attrCounter:   num(s.Counter),
+		attrStartKind: str(s.Checkpoint.Start.Kind),
+	}
+	if s.Owner != "" {
+		item[attrOwner] = str(s.Owner)
+	}
+	if ts := s.Checkpoint.Start.Timestamp; ts != nil {
+		item[attrStartTime] = str(ts.UTC().Format(timestampEncoder))
+	}
+	if s.Checkpoint.ShardStart != "" {
+		item[attrShardStart] = str(s.Checkpoint.ShardStart)
+	}
+	var parents []string
+	for _, p := range s.Parents {
+		if p != "" {
+			parents = append(parents, p)
+		}
+	}
+	if len(parents) > 0 {
+		item[attrParents] = &types.AttributeValueMemberSS{Value: parents}
+	}
+	set, _ := checkpointValues(s.Checkpoint)
+	for k, v := range set {
+		item[k] = v
+	}
+	return item
+}
+
+// decodeShard reads a shard item; an item that is not a well-formed shard
+// item is an error naming the attribute.
+func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
+	s := Shard{
+		Stream:    getS(item, attrStream),
+		ShardID:   getS(item, attrShard),
+		Owner:     getS(item, attrOwner),
+		HandoffTo: getS(item, attrHandoffTo),
+	}
+	key := getS(item, attrKey)
+	if s.Stream == "" || s.ShardID == "" {
+		return Shard{}, fmt.Errorf("item %s has no %s or %s", key, attrStream, attrShard)
+	}
+	var err error
+	if s.Counter, err = getN(item, attrCounter); err != nil {
+		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	cp := &s.Checkpoint
+	cp.Start.Kind = getS(item, attrStartKind)
+	if cp.Start.Timestamp, err = getTime(item, attrStartTime); err != nil {
+		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	cp.ShardStart = getS(item, attrShardStart)
+	switch seq := getS(item, attrCheckpoint); seq {
+	case "":
+	case shardEnd:
+		cp.Ended = true
+	default:
+		sub, err := getN(item, attrSubSequence)
+		if err != nil {
+			return Shard{}, fmt.Errorf("item %s: %w", key, err)
+		}
+		cp.Position = &checkpoint.Position{Sequence: seq, SubSequence: sub, Partial: getBool(item, attrPartial)}
+	}
+	if ss, ok := item[attrParents].(*types.AttributeValueMemberSS); ok {
+		s.Parents = ss.Value
+	}
+	if _, err := cp.Resume(); err != nil && !cp.Ended {
+		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	return s, nil
+}
+
+func decodeStream(item map[string]types.AttributeValue) (Stream, error) {
+	s := Stream{ARN: getS(item, attrStream), Pinned: getBool(item, attrPinned)}
+	key := getS(item, attrKey)
+	created, err := getTime(item, attrCreated)
+	if err != nil {
+		return Stream{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	if created != nil {
+		s.Created = *created
+	}
+	s.Start.Kind = getS(item, attrStartKind)
+	if s.Start.Timestamp, err = getTime(item, attrStartTime); err != nil {
+		return Stream{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	return s, nil
+}
+
+func encodeStream(s Stream) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attrKey:       str(streamKey(s.ARN)),
+		attrKind:      str(kindStream),
+		attrStream:    str(s.ARN),
+		attrStartKind: str(s.Start.Kind),
+		attrPinned:    &types.AttributeValueMemberBOOL{Value: s.Pinned},
+	}
+	if !s.Created.IsZero() {
+		item[attrCreated] = str(s.Created.UTC().Format(timestampEncoder))
+	}
+	if ts := s.Start.Timestamp; ts != nil {
+		item[attrStartTime] = str(ts.UTC().Format(timestampEncoder))
+	}
+	return item
+}

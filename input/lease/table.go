@@ -1,0 +1,456 @@
+// Package lease is the DynamoDB lease table that lets several instances of
+// the input share the shards of a stream: one item per shard holding its
+// owner, a lease counter, its checkpoint, its parents and whether it was
+// read to its end; one item per stream holding what every instance must
+// agree on; one item per live instance and stream.
+//
+// Every write of a lease holder (renewal, checkpoint, release, handoff) is
+// conditional on the owner and the lease counter it last wrote: once anyone
+// else took the lease, the write fails with ErrLost and changes nothing.
+// This package only reads and writes the table; who takes what, and when a
+// lease counts as expired, is the input's policy.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+)
+
+// ErrLost is returned by a conditional write whose condition failed: the
+// lease is no longer the writer's (or, for a take, no longer as scanned).
+var ErrLost = errors.New("the lease is no longer held as written")
+
+// API is the part of the DynamoDB client the table uses.
+type API interface {
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// Table is a lease table.
+type Table struct {
+	api  API
+	name string
+}
+
+// Actions are the IAM actions the input needs on the table.
+const Actions = "dynamodb:DescribeTable, dynamodb:Scan, dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem (and dynamodb:CreateTable with create: true)"
+
+// Open checks that the table exists with the key schema of a lease table
+// (creating it, on-demand, when create is set and it is missing) and waits
+// until it is ACTIVE. Errors name the table and what to do.
+func Open(ctx context.Context, api API, name string, create bool) (*Table, error) {
+	t := &Table{api: api, name: name}
+	for attempt := 0; ; attempt++ {
+		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		var missing *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &missing) && create && attempt == 0:
+			if err := t.create(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		case errors.As(err, &missing):
+			if attempt > 0 {
+				break // created by us and not described yet
+			}
+			return nil, fmt.Errorf("DynamoDB table %q does not exist: create it with the hash key %s (string), or set create: true to let the input create it", name, attrKey)
+		case err != nil:
+			return nil, t.fail("describing", err)
+		default:
+			if err := checkSchema(name, out.Table); err != nil {
+				return nil, err
+			}
+			if out.Table.TableStatus == types.TableStatusActive || out.Table.TableStatus == types.TableStatusUpdating {
+				return t, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("DynamoDB table %q: waiting for it to become ACTIVE: %w", name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Name is the table's name.
+func (t *Table) Name() string { return t.name }
+
+func (t *Table) create(ctx context.Context) error {
+	_, err := t.api.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(t.name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrKey), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) { // another instance creates it
+		return t.fail("creating", err)
+	}
+	return nil
+}
+
+// checkSchema refuses a table whose key is not a lone string hash key named
+// leaseKey: its items could not be ours.
+func checkSchema(name string, desc *types.TableDescription) error {
+	want := fmt.Sprintf("the hash key %s (string) and no sort key", attrKey)
+	if len(desc.KeySchema) != 1 || aws.ToString(desc.KeySchema[0].AttributeName) != attrKey || desc.KeySchema[0].KeyType != types.KeyTypeHash {
+		var got []string
+		for _, k := range desc.KeySchema {
+			got = append(got, fmt.Sprintf("%s %s", k.KeyType, aws.ToString(k.AttributeName)))
+		}
+		return fmt.Errorf("DynamoDB table %q has the key schema [%s], but a lease table needs %s: name another table, or let the input create one", name, strings.Join(got, ", "), want)
+	}
+	for _, d := range desc.AttributeDefinitions {
+		if aws.ToString(d.AttributeName) == attrKey && d.AttributeType != types.ScalarAttributeTypeS {
+			return fmt.Errorf("DynamoDB table %q has %s of type %s, but a lease table needs %s", name, attrKey, d.AttributeType, want)
+		}
+	}
+	return nil
+}
+
+// fail wraps an error of a table call with the table's name and, for access
+// denied, the IAM actions the input needs.
+func (t *Table) fail(what string, err error) error {
+	if code := awserr.Code(err); code == "AccessDeniedException" || code == "UnrecognizedClientException" {
+		return fmt.Errorf("DynamoDB table %q: %s: access denied; the input needs %s on the table: %w", t.name, what, Actions, err)
+	}
+	return fmt.Errorf("DynamoDB table %q: %s: %w", t.name, what, err)
+}
+
+// Scan is what the table holds for one stream.
+type Scan struct {
+	Stream  *Stream // nil when the stream has no item yet
+	Shards  []Shard
+	Workers []Worker
+}
+
+// Scan reads every item of a stream, to the last page.
+func (t *Table) Scan(ctx context.Context, streamARN string) (Scan, error) {
+	var out Scan
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(t.name),
+		FilterExpression:          aws.String("#s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": attrStream},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(streamARN)},
+	}
+	for {
+		page, err := t.api.Scan(ctx, in)
+		if err != nil {
+			return Scan{}, t.fail("scanning", err)
+		}
+		for _, item := range page.Items {
+			switch getS(item, attrKind) {
+			case kindShard:
+				s, err := decodeShard(item)
+				if err != nil {
+					return Scan{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
+				}
+				out.Shards = append(out.Shards, s)
+			case kindStream:
+				s, err := decodeStream(item)
+				if err != nil {
+					return Scan{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
+				}
+				out.Stream = &s
+			case kindWorker:
+				n, _ := getN(item, attrCounter)
+				out.Workers = append(out.Workers, Worker{ID: getS(item, attrOwner), Counter: n})
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// Get reads the item of a shard, strongly consistent; ok is false when
+// there is none.
+func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, err error) {
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(t.name),
+		Key:            map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Shard{}, false, t.fail("reading shard "+shardID, err)
+	}
+	if len(out.Item) == 0 {
+		return Shard{}, false, nil
+	}
+	s, err = decodeShard(out.Item)
+	if err != nil {
+		return Shard{}, false, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
+	}
+	return s, true, nil
+}
+
+// Create writes the item of a new, free shard unless one exists; it returns
+// the item that is in the table afterwards (ours or the existing one).
+func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
+	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(t.name),
+		Item:                encodeShard(s),
+		ConditionExpression: aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{
+			"#k": attrKey,
+		},
+	})
+	if err == nil {
+		return s, nil
+	}
+	if !conditionFailed(err) {
+		return Shard{}, t.fail("creating the item of shard "+s.ShardID, err)
+	}
+	got, ok, err := t.Get(ctx, s.Stream, s.ShardID)
+	if err != nil {
+		return Shard{}, err
+	}
+	if !ok { // deleted in between: try again
+		return t.Create(ctx, s)
+	}
+	return got, nil
+}
+
+// Write is a write of a lease holder.
+type Write struct {
+	// Checkpoint, when set, is stored (position, or end).
+	Checkpoint *checkpoint.Checkpoint
+	// Release gives the lease up: to HandOver, or free when that is empty.
+	Release   bool
+	HandOver  string
+	KeepAsked bool // leave a handoff request in place (a renewal)
+}
+
+// Hold writes as the holder of a shard's lease: owner me at counter. It
+// moves the counter, and returns the item as written. A condition that fails
+// (the lease was taken) returns ErrLost and changes nothing.
+func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
+	names := map[string]string{"#o": attrOwner, "#c": attrCounter}
+	values := map[string]types.AttributeValue{":me": str(me), ":c": num(counter), ":next": num(counter + 1)}
+	sets := []string{"#c = :next"}
+	var removes []string
+	if w.Checkpoint != nil {
+		set, remove := checkpointValues(*w.Checkpoint)
+		i := 0
+		for k, v := range set {
+			i++
+			n, vn := fmt.Sprintf("#a%d", i), fmt.Sprintf(":a%d", i)
+			names[n], values[vn] = k, v
+			sets = append(sets, n+" = "+vn)
+		}
+		for _, k := range remove {
+			i++
+			n := fmt.Sprintf("#a%d", i)
+			names[n] = k
+			removes = append(removes, n)
+		}
+	}
+	if !w.KeepAsked {
+		names["#h"] = attrHandoffTo
+		removes = append(removes, "#h")
+	}
+	if w.Release {
+		if w.HandOver != "" {
+			values[":to"] = str(w.HandOver)
+			sets = append(sets, "#o = :to")
+		} else {
+			removes = append(removes, "#o")
+		}
+	}
+	expr := "SET " + strings.Join(sets, ", ")
+	if len(removes) > 0 {
+		expr += " REMOVE " + strings.Join(removes, ", ")
+	}
+	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("#o = :me AND #c = :c"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if conditionFailed(err) {
+		return Shard{}, ErrLost
+	}
+	if err != nil {
+		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
+	}
+	return decodeShard(out.Attributes)
+}
+
+// Take makes me the owner of a shard's lease as scanned: free or held by
+// from, at counter. It returns the item as taken, or ErrLost when it
+// changed since.
+func (t *Table) Take(ctx context.Context, s Shard, me string) (Shard, error) {
+	cond := "attribute_not_exists(#o) AND #c = :c"
+	values := map[string]types.AttributeValue{":me": str(me), ":c": num(s.Counter), ":next": num(s.Counter + 1)}
+	if s.Owner != "" {
+		cond = "#o = :from AND #c = :c"
+		values[":from"] = str(s.Owner)
+	}
+	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
+		UpdateExpression:          aws.String("SET #o = :me, #c = :next REMOVE #h"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#o": attrOwner, "#c": attrCounter, "#h": attrHandoffTo},
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if conditionFailed(err) {
+		return Shard{}, ErrLost
+	}
+	if err != nil {
+		return Shard{}, t.fail("taking the lease of shard "+s.ShardID, err)
+	}
+	return decodeShard(out.Attributes)
+}
+
+// Ask asks the owner of a shard's lease to hand it over to me once it has
+// written its last checkpoint. It does not move the counter: the owner keeps
+// the lease until it hands it over. ErrLost: the owner changed, or someone
+// asked first.
+func (t *Table) Ask(ctx context.Context, s Shard, me string) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
+		UpdateExpression:          aws.String("SET #h = :me"),
+		ConditionExpression:       aws.String("#o = :owner AND attribute_not_exists(#h)"),
+		ExpressionAttributeNames:  map[string]string{"#o": attrOwner, "#h": attrHandoffTo},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(me), ":owner": str(s.Owner)},
+	})
+	if conditionFailed(err) {
+		return ErrLost
+	}
+	if err != nil {
+		return t.fail("asking for the lease of shard "+s.ShardID, err)
+	}
+	return nil
+}
+
+// Delete removes the item of a shard no longer in the stream (past the
+// retention period), unless someone holds it.
+func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
+	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(t.name),
+		Key:                      map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
+		ConditionExpression:      aws.String("attribute_not_exists(#o)"),
+		ExpressionAttributeNames: map[string]string{"#o": attrOwner},
+	})
+	if err != nil && !conditionFailed(err) {
+		return t.fail("deleting the item of shard "+shardID, err)
+	}
+	return nil
+}
+
+// PutStream writes the item of a stream unless one exists, and returns the
+// one in the table afterwards.
+func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(t.name),
+		Item:                     encodeStream(s),
+		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#k": attrKey},
+	})
+	if err == nil {
+		return s, nil
+	}
+	if !conditionFailed(err) {
+		return Stream{}, t.fail("writing the item of stream "+s.ARN, err)
+	}
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(t.name),
+		Key:            map[string]types.AttributeValue{attrKey: str(streamKey(s.ARN))},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Stream{}, t.fail("reading the item of stream "+s.ARN, err)
+	}
+	if len(out.Item) == 0 {
+		return t.PutStream(ctx, s)
+	}
+	return decodeStream(out.Item)
+}
+
+// ReplaceStream overwrites the item of a stream: it was created again, or
+// its first shards are pinned.
+func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: encodeStream(s)})
+	if err != nil {
+		return t.fail("writing the item of stream "+s.ARN, err)
+	}
+	return nil
+}
+
+// Heartbeat moves the counter of my worker item on a stream, creating it if
+// needed: other instances count me among the live ones while it moves.
+func (t *Table) Heartbeat(ctx context.Context, streamARN, me string) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(t.name),
+		Key:              map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
+		UpdateExpression: aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one"),
+		ExpressionAttributeNames: map[string]string{
+			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1),
+		},
+	})
+	if err != nil {
+		return t.fail("renewing the presence of instance "+me, err)
+	}
+	return nil
+}
+
+// Leave deletes my worker item on a stream: the others stop counting me.
+func (t *Table) Leave(ctx context.Context, streamARN, me string) error {
+	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(t.name),
+		Key:       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
+	})
+	if err != nil {
+		return t.fail("removing the presence of instance "+me, err)
+	}
+	return nil
+}
+
+func conditionFailed(err error) bool {
+	var failed *types.ConditionalCheckFailedException
+	return errors.As(err, &failed)
+}
+
+// Replace overwrites the item of a shard whose starting sequence number is
+// was (a shard of a stream deleted since, whose id the new stream reuses)
+// with s, free.
+func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
+	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(t.name),
+		Item:                      encodeShard(s),
+		ConditionExpression:       aws.String("#ss = :was"),
+		ExpressionAttributeNames:  map[string]string{"#ss": attrShardStart},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":was": str(was)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return t.fail("replacing the item of shard "+s.ShardID+" of an earlier stream", err)
+	}
+	return nil
+}

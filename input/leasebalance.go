@@ -1,0 +1,94 @@
+package input
+
+import (
+	"cmp"
+	"slices"
+)
+
+// claim is a readable shard's lease as the balance sees it.
+type claim struct {
+	shard   string
+	owner   string // "" when free
+	expired bool   // the owner did not renew it for a lease period
+	asked   string // the instance that asked its owner for it, if any
+}
+
+// balance decides which leases me takes now and which it asks their live
+// holders to hand over, so that every live instance ends up holding as many
+// readable leases as every other, give or take one:
+//
+//   - leases its holder handed to me, and free or expired ones, up to its
+//     share (the readable leases divided by the live instances, rounded up);
+//   - then, while it still holds fewer than its share, up to steals leases of
+//     the instances that hold at least two more than it does (the most loaded
+//     first), one lease per instance and ask.
+//
+// live holds the instances known to be alive (me among them); claims held by
+// instances not in live count as theirs while not expired. order shuffles the
+// free leases so that instances starting together take different ones.
+func balance(me string, claims []claim, live map[string]bool, steals int, order func([]claim)) (take, ask []claim) {
+	counts := map[string]int{}
+	for id := range live {
+		counts[id] = 0
+	}
+	counts[me] = 0
+	var free []claim
+	for _, c := range claims {
+		switch {
+		case c.owner == me:
+			counts[me]++
+		case c.owner == "" || c.expired:
+			free = append(free, c)
+		default:
+			counts[c.owner]++
+			if c.asked == me {
+				counts[me]++ // asked already: counted as coming
+				counts[c.owner]--
+			}
+		}
+	}
+	share := (len(claims) + len(counts) - 1) / len(counts)
+	mine := counts[me]
+	order(free)
+	for _, c := range free {
+		if mine >= share {
+			break
+		}
+		take = append(take, c)
+		mine++
+	}
+	if mine >= share || steals <= 0 {
+		return take, ask
+	}
+	// Ask the most loaded holders, one lease each per round.
+	byOwner := map[string][]claim{}
+	for _, c := range claims {
+		if c.owner != "" && c.owner != me && !c.expired && c.asked == "" {
+			byOwner[c.owner] = append(byOwner[c.owner], c)
+		}
+	}
+	for len(ask) < steals && mine < share {
+		owners := make([]string, 0, len(byOwner))
+		for o := range byOwner {
+			owners = append(owners, o)
+		}
+		slices.SortFunc(owners, func(a, b string) int {
+			if d := cmp.Compare(counts[b], counts[a]); d != 0 {
+				return d
+			}
+			return cmp.Compare(a, b)
+		})
+		if len(owners) == 0 || counts[owners[0]] < mine+2 || len(byOwner[owners[0]]) == 0 {
+			break
+		}
+		o := owners[0]
+		ask = append(ask, byOwner[o][0])
+		byOwner[o] = byOwner[o][1:]
+		if len(byOwner[o]) == 0 {
+			delete(byOwner, o)
+		}
+		counts[o]--
+		mine++
+	}
+	return take, ask
+}
