@@ -30,10 +30,10 @@ type heldBatch struct {
 // tracks them until acknowledged and, at the shard's end, waits for the last
 // acknowledgement and commits the end before reporting it.
 type shardReader struct {
-	s       *streamReader
-	info    shardInfo
-	cp      checkpoint.Checkpoint
-	epoch   int // of the stream's state when the reader started
+	s     *streamReader
+	info  shardInfo
+	cp    checkpoint.Checkpoint
+	epoch int // of the stream's state when the reader started
 	// gen is the reader's generation of the shard's lease (lease table
 	// only): its acknowledgements move the checkpoint while it is current.
 	gen     int64
