@@ -34,6 +34,14 @@ type WaitOptions struct {
 	Timeout time.Duration
 	// Logger receives progress logs; default none.
 	Logger logging.Logger
+	// Claim, when set, is asked before registering: false means another
+	// instance registers the consumer, which is then waited for instead, so
+	// that many instances starting together make one RegisterStreamConsumer
+	// call. Once ClaimWait has passed with the consumer still absent (the
+	// claimant died), Claim is no longer asked. Default: always register.
+	Claim func(context.Context) (bool, error)
+	// ClaimWait defaults to 30s.
+	ClaimWait time.Duration
 }
 
 func (o WaitOptions) withDefaults() WaitOptions {
@@ -48,6 +56,9 @@ func (o WaitOptions) withDefaults() WaitOptions {
 	}
 	if o.Logger == nil {
 		o.Logger = logging.NopLogger{}
+	}
+	if o.ClaimWait <= 0 {
+		o.ClaimWait = 30 * time.Second
 	}
 	return o
 }
@@ -123,6 +134,8 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 	bo := backoff.Backoff{Initial: opts.BackoffInitial, Max: opts.BackoffMax}
 	poll := backoff.Backoff{Initial: opts.BackoffInitial, Max: min(opts.BackoffMax, 2*opts.BackoffInitial)}
 	status := "not yet described"
+	claimUntil := time.Now().Add(opts.ClaimWait)
+	waiting := false
 	for {
 		wait := &bo
 		d, err := Lookup(ctx, api, streamARN, name)
@@ -153,6 +166,20 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 				return Consumer{}, fmt.Errorf("%w: register it first (benthos-kinesis efo register --stream %s --consumer-name %s), or use registration: lazy", err, streamARN, name)
 			}
 			status = "absent"
+			if opts.Claim != nil && time.Now().Before(claimUntil) {
+				won, cerr := opts.Claim(ctx)
+				if cerr != nil {
+					opts.Logger.Debugf("%s: claiming its registration: %v", what, cerr)
+				} else if !won {
+					if !waiting {
+						opts.Logger.Infof("%s is being registered by another instance; waiting for it", what)
+						waiting = true
+					}
+					status = "absent (registered by another instance)"
+					wait = &poll
+					break
+				}
+			}
 			rerr := registerOnce(ctx, api, streamARN, name)
 			switch {
 			case rerr == nil:

@@ -101,6 +101,14 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		return err
 	}
 	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
+	if l := in.conf.Leases; l != nil && in.table == nil {
+		t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+		if err != nil {
+			return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+		}
+		in.table = t
+		in.log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+	}
 
 	var streams []*streamReader
 	for _, ref := range in.conf.Streams {
@@ -111,14 +119,6 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		streams = append(streams, s)
 	}
 
-	if l := in.conf.Leases; l != nil && in.table == nil {
-		t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
-		if err != nil {
-			return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
-		}
-		in.table = t
-		in.log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
-	}
 	if in.store == nil && in.table == nil {
 		store, err := checkpoint.OpenFile(in.conf.CheckpointDir)
 		if err != nil {
@@ -193,7 +193,21 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	wait := efo.WaitOptions{Logger: in.log}
 	var consumer efo.Consumer
 	if in.conf.EFO.Registration == registrationLazy {
+		claimed := false
+		if in.table != nil {
+			// Instances on one lease table register the consumer once.
+			wait.Claim = func(ctx context.Context) (bool, error) {
+				won, err := in.table.ClaimRegistration(ctx, s.arn, in.conf.EFO.ConsumerName, in.conf.Leases.InstanceID)
+				claimed = claimed || won
+				return won, err
+			}
+		}
 		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+		if claimed && err == nil {
+			if derr := in.table.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); derr != nil {
+				in.log.Warnf("stream %s: %v", ref.Name, derr)
+			}
+		}
 	} else {
 		consumer, err = efo.Describe(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
 	}

@@ -51,10 +51,10 @@ func (p *positions) commitLeases(ctx context.Context) error {
 		}
 		changed := !sameCheckpoint(cp, h.written)
 		handing := h.handoff != "" && h.stop == nil && h.gen == 0
-		if !changed && !handing && !cp.Ended && now.Sub(h.renewed) < l.period/3 {
+		if !changed && !handing && !cp.Ended && !h.clearAsk && now.Sub(h.renewed) < l.period/3 {
 			continue
 		}
-		w := lease.Write{KeepAsked: true}
+		w := lease.Write{KeepAsked: !h.clearAsk}
 		if changed || cp.Ended {
 			c := cp
 			w.Checkpoint = &c
@@ -131,6 +131,9 @@ func (p *positions) leaseWritten(id string, it lease.Shard, w lease.Write, cp ch
 		if w.Checkpoint != nil {
 			h.written = cp
 		}
+		if !w.KeepAsked {
+			h.clearAsk = false
+		}
 	}
 	asked := it.HandoffTo
 	l.mu.Unlock()
@@ -159,7 +162,11 @@ func (p *positions) askedFor(id, to string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.held[id]
-	if !ok || h.handoff != "" || !l.workers[to] {
+	if !ok || h.handoff != "" {
+		return
+	}
+	if !l.workers[to] {
+		h.clearAsk = true
 		return
 	}
 	h.handoff = to
@@ -252,6 +259,9 @@ func (p *positions) observe(items []lease.Shard) {
 		if _, held := l.held[it.ShardID]; held {
 			continue
 		}
+		if _, known := p.state.Shards[it.ShardID]; !known {
+			continue // pinned by another instance: this one pins it once listed
+		}
 		if _, pinned := p.unstored[it.ShardID]; pinned {
 			continue
 		}
@@ -292,6 +302,12 @@ func (p *positions) releaseAll(ctx context.Context) error {
 	var rels []rel
 	for id, h := range l.held {
 		rels = append(rels, rel{id, h.counter, p.state.Shards[id]})
+	}
+	for id, it := range l.items {
+		if _, held := l.held[id]; !held && it.Owner == l.me {
+			// Handed over to this instance and not taken up yet.
+			rels = append(rels, rel{id, it.Counter, it.Checkpoint})
+		}
 	}
 	l.mu.Unlock()
 	p.mu.Unlock()

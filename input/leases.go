@@ -55,6 +55,9 @@ type heldLease struct {
 	// handoff is the instance the lease goes to once its reader stopped and
 	// its last acknowledgement is written.
 	handoff string
+	// clearAsk is set when an instance that is not alive asked for the
+	// lease: the next write removes the request, so that others may ask.
+	clearAsk bool
 }
 
 type sighting struct {
@@ -171,7 +174,10 @@ func (l *leases) observe(sc lease.Scan, now time.Time) (lost []string) {
 	for _, it := range sc.Shards {
 		l.items[it.ShardID] = it
 		see(it.Key(), it.Owner, it.Counter)
-		if h, ok := l.held[it.ShardID]; ok && (it.Owner != l.me || it.Counter > h.counter) {
+		// A scan may be older than this instance's last write, never newer
+		// than another instance's take: only a higher counter under another
+		// owner means the lease was taken.
+		if h, ok := l.held[it.ShardID]; ok && it.Owner != l.me && it.Counter > h.counter {
 			lost = append(lost, it.ShardID)
 		}
 	}

@@ -3,7 +3,6 @@ package input
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestLeasesShareAStream(t *testing.T) {
 	pipes := make([]*inputtest.Pipeline, 3)
 	for i := range pipes {
 		outs[i] = &inputtest.Collector{}
-		pipes[i] = inputtest.StartPipelineLogged(t, leaseYAML(srv, d, table, fmt.Sprintf("i%d", i), "reader: polling\npolling: { interval: 200ms }"), outs[i], os.Stderr)
+		pipes[i] = inputtest.StartPipeline(t, leaseYAML(srv, d, table, fmt.Sprintf("i%d", i), "reader: polling\npolling: { interval: 200ms }"), outs[i])
 	}
 	want := fakeProduce(t, srv, "orders", "a", 2000, 32)
 
@@ -119,4 +118,55 @@ func TestLeasesShareAStream(t *testing.T) {
 		inputtest.CheckOrder(t, o.All())
 	}
 	inputtest.CheckDelivery(t, all, want, true)
+}
+
+// TestLeasesReshardAcrossInstances splits and merges shards while three
+// inputs share the stream: a child is read only once every parent is
+// finished in the table, whichever instance read the parents, so every
+// partition key's records leave the pipelines in the order produced (one
+// collector records the order over all three), and none twice.
+func TestLeasesReshardAcrossInstances(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	d := emulator.Dynalite(t)
+	out := &inputtest.Collector{}
+	var pipes []*inputtest.Pipeline
+	for i := range 3 {
+		pipes = append(pipes, inputtest.StartPipeline(t, leaseYAML(srv, d, "reshard", fmt.Sprintf("i%d", i), "reader: polling"), out))
+	}
+	want := fakeProduce(t, srv, "orders", "a", 600, 16)
+	waitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "reshard")); return n[""] == 0 && len(n) == 3 })
+
+	shards, err := srv.Shards("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.SplitShard("orders", *shards[0].ShardId, ""); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fakeProduce(t, srv, "orders", "b", 600, 16) {
+		want[k] = v
+	}
+	if _, err := srv.MergeShards("orders", *shards[1].ShardId, *shards[2].ShardId); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fakeProduce(t, srv, "orders", "c", 600, 16) {
+		want[k] = v
+	}
+	out.WaitFor(t, len(want), 60*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	for _, p := range pipes {
+		p.Stop(t)
+	}
+	all := out.All()
+	inputtest.CheckDelivery(t, all, want, true)
+	inputtest.CheckOrder(t, all)
+	// Every child was read: its records are there, from its own shard.
+	children := map[string]bool{}
+	for _, m := range all {
+		children[m.Shard] = true
+	}
+	if len(children) < 6 {
+		t.Fatalf("records came from %d shards, want the 4 parents and at least 2 of the 3 children: %v", len(children), children)
+	}
 }

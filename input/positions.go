@@ -142,7 +142,12 @@ func (p *positions) prune(listed map[string]shardInfo) (unfinished []string) {
 		delete(p.endsSaved, id)
 		if p.leases != nil {
 			delete(p.unstored, id)
-			p.gone = append(p.gone, id)
+			if cp.Ended {
+				// Gone past the retention period after it was read: its item
+				// goes too. An unfinished one stays, in case the listing
+				// that lacks it is only behind (it is never taken unlisted).
+				p.gone = append(p.gone, id)
+			}
 		}
 		p.dirty = true
 	}

@@ -32,6 +32,7 @@ const (
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
+	kindRegistration = "registration"
 	shardEnd         = "SHARD_END"
 	timestampEncoder = time.RFC3339Nano
 )
@@ -62,6 +63,10 @@ func streamKey(streamARN string) string { return streamARN }
 
 func workerKey(streamARN, instance string) string {
 	return streamARN + ":worker:" + instance
+}
+
+func registrationKey(streamARN, consumer string) string {
+	return streamARN + ":registration:" + consumer
 }
 
 // Stream is the item of one stream: what all instances must agree on before

@@ -288,12 +288,36 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if conditionFailed(err) {
-		return Shard{}, ErrLost
+		return t.applied(ctx, streamARN, shardID, me, counter, w)
 	}
 	if err != nil {
 		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
 	}
 	return decodeShard(out.Attributes)
+}
+
+// applied tells a write that lost its lease from one that was applied and
+// then sent again by the SDK's retry (a response lost to a broken
+// connection): the retry's condition fails against the write itself. The
+// item as the write left it, with the next counter, is the write's; anything
+// else is ErrLost.
+func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
+	it, ok, err := t.Get(ctx, streamARN, shardID)
+	if err != nil {
+		return Shard{}, err
+	}
+	owner := me
+	if w.Release {
+		owner = w.HandOver
+	}
+	if !ok || it.Owner != owner || it.Counter != counter+1 {
+		return Shard{}, ErrLost
+	}
+	if w.Checkpoint != nil && (it.Checkpoint.Ended != w.Checkpoint.Ended ||
+		(!w.Checkpoint.Ended && w.Checkpoint.Position != nil && (it.Checkpoint.Position == nil || *it.Checkpoint.Position != *w.Checkpoint.Position))) {
+		return Shard{}, ErrLost
+	}
+	return it, nil
 }
 
 // Take makes me the owner of a shard's lease as scanned: free or held by
@@ -451,6 +475,41 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 	})
 	if err != nil && !conditionFailed(err) {
 		return t.fail("replacing the item of shard "+s.ShardID+" of an earlier stream", err)
+	}
+	return nil
+}
+
+// ClaimRegistration claims the registration of a stream consumer for me: it
+// reports whether me is the one to register it (no one else claimed it).
+func (t *Table) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(t.name),
+		Item: map[string]types.AttributeValue{
+			attrKey: str(registrationKey(streamARN, consumer)), attrKind: str(kindRegistration),
+			attrStream: str(streamARN), attrOwner: str(me),
+		},
+		ConditionExpression:       aws.String("attribute_not_exists(#k) OR #o = :me"),
+		ExpressionAttributeNames:  map[string]string{"#k": attrKey, "#o": attrOwner},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(me)},
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, t.fail("claiming the registration of consumer "+consumer, err)
+	}
+	return true, nil
+}
+
+// DropRegistration removes the claim on a consumer's registration once it
+// is registered.
+func (t *Table) DropRegistration(ctx context.Context, streamARN, consumer string) error {
+	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(t.name),
+		Key:       map[string]types.AttributeValue{attrKey: str(registrationKey(streamARN, consumer))},
+	})
+	if err != nil {
+		return t.fail("removing the claim on the registration of consumer "+consumer, err)
 	}
 	return nil
 }

@@ -1,0 +1,228 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+)
+
+const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+
+func open(t *testing.T, d *emulator.DynamoDB, name string) *Table {
+	t.Helper()
+	tb, err := Open(t.Context(), d.Client(), name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// TestFencing: every write of a holder is conditional on its owner and
+// counter. Once another instance took the lease, the old holder's renewal,
+// checkpoint and release fail with ErrLost and change nothing.
+func TestFencing(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "fencing")
+	ctx := t.Context()
+
+	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
+	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}, Parents: []string{"shardId-000000000009"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second create keeps the first item.
+	again, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
+	if err != nil || again.Checkpoint.Start.Kind != "TRIM_HORIZON" || again.Checkpoint.ShardStart != "100" || len(again.Parents) != 1 {
+		t.Fatalf("second create: %+v, %v; want the first item", again, err)
+	}
+
+	a, err := tb.Take(ctx, it, "a")
+	if err != nil || a.Owner != "a" || a.Counter != 1 {
+		t.Fatalf("take by a: %+v, %v", a, err)
+	}
+	pos := &checkpoint.Position{Sequence: "105", SubSequence: 2, Partial: true}
+	a, err = tb.Hold(ctx, arn, it.ShardID, "a", a.Counter, Write{Checkpoint: &checkpoint.Checkpoint{Position: pos}, KeepAsked: true})
+	if err != nil || a.Counter != 2 || a.Checkpoint.Position == nil || *a.Checkpoint.Position != *pos {
+		t.Fatalf("checkpoint by a: %+v, %v", a, err)
+	}
+	// b takes it as scanned (a's lease expired by b's clock).
+	b, err := tb.Take(ctx, a, "b")
+	if err != nil || b.Owner != "b" || b.Counter != 3 || *b.Checkpoint.Position != *pos {
+		t.Fatalf("take by b: %+v, %v", b, err)
+	}
+	// a wakes up: every write of it fails and changes nothing.
+	later := &checkpoint.Position{Sequence: "110"}
+	for _, w := range []Write{
+		{KeepAsked: true},
+		{Checkpoint: &checkpoint.Checkpoint{Position: later}},
+		{Checkpoint: &checkpoint.Checkpoint{Ended: true}, Release: true},
+		{Release: true, HandOver: "c"},
+	} {
+		if _, err := tb.Hold(ctx, arn, it.ShardID, "a", a.Counter, w); !errors.Is(err, ErrLost) {
+			t.Fatalf("write %+v of the old holder: %v, want ErrLost", w, err)
+		}
+	}
+	// A take with a stale scan fails too.
+	if _, err := tb.Take(ctx, a, "c"); !errors.Is(err, ErrLost) {
+		t.Fatalf("take of a stale scan: %v, want ErrLost", err)
+	}
+	got, ok, err := tb.Get(ctx, arn, it.ShardID)
+	if err != nil || !ok || got.Owner != "b" || got.Counter != 3 || *got.Checkpoint.Position != *pos {
+		t.Fatalf("after the fenced writes: %+v, %v", got, err)
+	}
+
+	// c asks b for it; b's renewal sees the request, and its handover
+	// writes the last checkpoint and makes c the owner.
+	if err := tb.Ask(ctx, got, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Ask(ctx, got, "d"); !errors.Is(err, ErrLost) {
+		t.Fatalf("a second ask: %v, want ErrLost", err)
+	}
+	b, err = tb.Hold(ctx, arn, it.ShardID, "b", got.Counter, Write{KeepAsked: true})
+	if err != nil || b.HandoffTo != "c" {
+		t.Fatalf("renewal of b: %+v, %v; want the request of c", b, err)
+	}
+	b, err = tb.Hold(ctx, arn, it.ShardID, "b", b.Counter, Write{Checkpoint: &checkpoint.Checkpoint{Position: later}, Release: true, HandOver: "c"})
+	if err != nil || b.Owner != "c" || b.HandoffTo != "" || b.Checkpoint.Position.Sequence != "110" {
+		t.Fatalf("handover: %+v, %v", b, err)
+	}
+	// The end is stored as SHARD_END, and the lease freed.
+	c, err := tb.Take(ctx, b, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = tb.Hold(ctx, arn, it.ShardID, "c", c.Counter, Write{Checkpoint: &checkpoint.Checkpoint{Ended: true}, Release: true})
+	if err != nil || c.Owner != "" || !c.Checkpoint.Ended {
+		t.Fatalf("end: %+v, %v", c, err)
+	}
+	raw, err := d.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("fencing"), Key: map[string]types.AttributeValue{attrKey: str(it.Key())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := getS(raw.Item, attrCheckpoint); v != "SHARD_END" {
+		t.Fatalf("checkpoint attribute %q, want SHARD_END", v)
+	}
+	if err := tb.Delete(ctx, arn, it.ShardID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := tb.Get(ctx, arn, it.ShardID); ok {
+		t.Fatal("the item of a finished, free shard was not deleted")
+	}
+}
+
+// TestScanReadsEveryPage: a scan reads to the last page (Redpanda Connect
+// and Bento read only the first), and keeps other streams' items out.
+func TestScanReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	ctx := t.Context()
+	tb := open(t, d, "pages")
+	paged := &Table{api: limited{API: d.Client(), limit: 7}, name: "pages"}
+	other := strings.Replace(arn, "orders", "payments", 1)
+	for i := range 40 {
+		for _, s := range []string{arn, other} {
+			if _, err := tb.Create(ctx, Shard{Stream: s, ShardID: shardID(i), Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tb.Heartbeat(ctx, arn, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := paged.Scan(ctx, arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Shards) != 40 || len(sc.Workers) != 1 || sc.Stream == nil {
+		t.Fatalf("scan: %d shards, %d workers, stream %v; want 40, 1, set", len(sc.Shards), len(sc.Workers), sc.Stream)
+	}
+	for _, s := range sc.Shards {
+		if s.Stream != arn {
+			t.Fatalf("scan of %s returned an item of %s", arn, s.Stream)
+		}
+	}
+}
+
+// limited makes every scan page hold at most limit items.
+type limited struct {
+	API
+	limit int32
+}
+
+func (l limited) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	in.Limit = aws.Int32(l.limit)
+	return l.API.Scan(ctx, in, o...)
+}
+
+func shardID(i int) string { return "shardId-" + strings.Repeat("0", 10) + string(rune('a'+i/26)) + string(rune('a'+i%26)) }
+
+// TestOpenErrors: a missing table without create, and a table of another
+// key schema, are refused with errors that name the table and the fix.
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	ctx := t.Context()
+	_, err := Open(ctx, d.Client(), "missing", false)
+	if err == nil || !strings.Contains(err.Error(), `"missing" does not exist`) || !strings.Contains(err.Error(), "create: true") {
+		t.Fatalf("missing table: %v", err)
+	}
+	_, err = d.Client().CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("other"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("at"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("at"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = Open(cctx, d.Client(), "other", true)
+	if err == nil || !strings.Contains(err.Error(), `"other" has the key schema [HASH id, RANGE at]`) || !strings.Contains(err.Error(), "leaseKey (string)") {
+		t.Fatalf("wrong key schema: %v", err)
+	}
+}
+
+// TestAccessDeniedNamesActions: access denied names the table and the IAM
+// actions the input needs.
+func TestAccessDeniedNamesActions(t *testing.T) {
+	t.Parallel()
+	denied := &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:iam::123456789012:user/app is not authorized to perform: dynamodb:DescribeTable"}
+	_, err := Open(t.Context(), deny{err: denied}, "leases", false)
+	for _, want := range []string{`"leases"`, "access denied", "dynamodb:UpdateItem", "dynamodb:Scan", "not authorized"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("access denied: %v; want it to mention %q", err, want)
+		}
+	}
+}
+
+// deny fails every call with err.
+type deny struct {
+	API
+	err error
+}
+
+func (d deny) DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return nil, d.err
+}
