@@ -169,7 +169,9 @@ func (l limited) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dy
 	return l.API.Scan(ctx, in, o...)
 }
 
-func shardID(i int) string { return "shardId-" + strings.Repeat("0", 10) + string(rune('a'+i/26)) + string(rune('a'+i%26)) }
+func shardID(i int) string {
+	return "shardId-" + strings.Repeat("0", 10) + string(rune('a'+i/26)) + string(rune('a'+i%26))
+}
 
 // TestOpenErrors: a missing table without create, and a table of another
 // key schema, are refused with errors that name the table and the fix.
