@@ -196,3 +196,27 @@ func (l *leases) expired(it lease.Shard, now time.Time) bool {
 	s, ok := l.seen[it.Key()]
 	return it.Owner != "" && it.Owner != l.me && ok && now.Sub(s.at) >= l.period
 }
+
+// nextCycle is how long until the next lease cycle: a third of a lease
+// period, or sooner when a lease of another instance would expire before
+// then, so that a dead instance's leases are taken as soon as they expire
+// (within a lease period and a third of its last renewal, instead of up to
+// two lease periods).
+func (l *leases) nextCycle(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.period / 3
+	for _, it := range l.items {
+		if it.Owner == "" || it.Owner == l.me || it.Checkpoint.Ended {
+			continue
+		}
+		s, ok := l.seen[it.Key()]
+		if !ok {
+			continue
+		}
+		if d := s.at.Add(l.period).Sub(now); d > 0 && d < next {
+			next = d
+		}
+	}
+	return max(next+5*time.Millisecond, 10*time.Millisecond)
+}

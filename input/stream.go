@@ -145,10 +145,11 @@ func (s *streamReader) run(ctx context.Context) {
 	// With a lease table, leases are taken every third of a lease period,
 	// after the first discovery.
 	var leaseC <-chan time.Time
+	var leaseT *time.Timer
 	if s.pos.leases != nil {
-		t := time.NewTicker(s.pos.leases.period / 3)
-		defer t.Stop()
-		leaseC = t.C
+		leaseT = time.NewTimer(s.pos.leases.period / 3)
+		defer leaseT.Stop()
+		leaseC = leaseT.C
 	}
 	for {
 		select {
@@ -158,6 +159,7 @@ func (s *streamReader) run(ctx context.Context) {
 			if err := s.leaseCycle(ctx); err != nil && ctx.Err() == nil {
 				s.in.log.Errorf("stream %s: %v", s.name, err)
 			}
+			leaseT.Reset(s.pos.leases.nextCycle(time.Now()))
 		case <-s.wake:
 		case <-timer.C:
 			wait := s.in.conf.DiscoveryInterval

@@ -32,7 +32,8 @@ import (
 const (
 	leaseStream    = "orders"
 	leaseTableName = "leases"
-	// leasePeriod is checkpoint.dynamodb.lease_period of every process.
+	// leasePeriod is checkpoint.dynamodb.lease_period of every process
+	// unless leaseOpts.period says otherwise.
 	leasePeriod = 2 * time.Second
 	// leaseShardEnd is the checkpoint of a finished shard.
 	leaseShardEnd = "SHARD_END"
@@ -52,6 +53,8 @@ type leaseOpts struct {
 	// (lazy) registration; else by polling every 200 ms (the least the
 	// input accepts).
 	efo bool
+	// period is checkpoint.dynamodb.lease_period; zero: leasePeriod.
+	period time.Duration
 }
 
 // leaseCluster is one test's fake Kinesis (TLS, stream orders), dynalite,
@@ -72,6 +75,8 @@ type leaseCluster struct {
 	ca  string
 	arn string
 	efo bool
+	// period is the processes' lease_period.
+	period time.Duration
 	// procs[i] holds the runs of process i, the last one current.
 	procs [][]*leaseRun
 }
@@ -109,7 +114,7 @@ func newLeaseCluster(t *testing.T, o leaseOpts) *leaseCluster {
 	}
 	ddb := emulator.Dynalite(t)
 	c := &leaseCluster{
-		t: t, bin: bin, srv: srv, ddb: ddb, dir: dir, ca: ca, efo: o.efo,
+		t: t, bin: bin, srv: srv, ddb: ddb, dir: dir, ca: ca, efo: o.efo, period: cmp.Or(o.period, leasePeriod),
 		db:    ddb.Client(func(o *dynamodb.Options) { o.Region = srv.Region() }),
 		arn:   srv.StreamARN(leaseStream),
 		procs: make([][]*leaseRun, o.procs),
@@ -244,7 +249,7 @@ output:
   file: { path: %s, codec: lines }
 logger: { level: info }
 `, leaseStream, c.srv.Endpoint(), c.srv.Region(), emulator.AccessKeyID, emulator.SecretAccessKey, c.ca, reader,
-		leaseTableName, c.ddb.Endpoint, leasePeriod, id, out)
+		leaseTableName, c.ddb.Endpoint, c.period, id, out)
 }
 
 func (r *leaseRun) exited() bool {
@@ -647,7 +652,7 @@ func (c *leaseCluster) spreadAll(tab leaseTable) bool {
 // spread fails that test only.
 func (c *leaseCluster) waitSpread(from time.Time) leaseTable {
 	c.t.Helper()
-	return c.waitTable(from.Add(5*leasePeriod), "every shard owned, each process holding one or more", c.spreadAll)
+	return c.waitTable(from.Add(5*c.period), "every shard owned, each process holding one or more", c.spreadAll)
 }
 
 // shardIDs is the shards of stream orders in the fake.

@@ -94,10 +94,19 @@ func TestLeasesSpreadExactlyOnce(t *testing.T) {
 // The 2 survivors stop cleanly on SIGTERM.
 func TestLeasesSIGKILLTakeover(t *testing.T) {
 	t.Parallel()
+	for _, period := range []time.Duration{leasePeriod, 10 * time.Second} {
+		t.Run("lease_period="+period.String(), func(t *testing.T) {
+			t.Parallel()
+			testSIGKILLTakeover(t, period)
+		})
+	}
+}
+
+func testSIGKILLTakeover(t *testing.T, leasePeriod time.Duration) {
 	if testing.Short() {
 		t.Skip("runs 3 processes of the binary with dynalite")
 	}
-	c := newLeaseCluster(t, leaseOpts{shards: 16, procs: 3})
+	c := newLeaseCluster(t, leaseOpts{shards: 16, procs: 3, period: leasePeriod})
 	prod := c.producer()
 	prod.put(500)
 	c.startAll()
