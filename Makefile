@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
 BIN       := bin
 EMULATORS := .cache/emulators
 
-.PHONY: all build emulators demo test unit lint config-test docs bench fuzz clean
+.PHONY: all build emulators demo test unit lint config-test docs bench bench-leases fuzz clean
 
 all: build
 
@@ -74,6 +74,11 @@ bench:
 	$(GO) test -run '^$$' -bench 'Baseline|Input' -benchtime 3x ./input
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/kpl
 	$(GO) run ./cmd/kinesis-bench -rounds 5
+
+# The lease table at scale: 16 inputs sharing 1,024 shards in one process
+# (fake Kinesis, dynalite): time to balance, DynamoDB calls/s, cost.
+bench-leases:
+	$(GO) test -run '^$$' -bench BenchmarkLeaseTableScale -benchtime 1x -timeout 20m ./input
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime 60s ./internal/kpl

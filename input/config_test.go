@@ -3,6 +3,7 @@ package input
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -40,6 +41,12 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"none with a name", "streams: [a]\nefo: {registration: none, consumer_name: app, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_name", "not used with registration none"}},
 		{"none ARN for an unknown stream", "streams: [a]\nefo: {registration: none, consumer_arns: {a: '" + arn + "', c: '" + arn + "'}}", []string{"field efo.consumer_arns", `"c"`, "not a stream"}},
 		{"none ARN of another region", "streams: [a]\nregion: eu-west-1\nefo: {registration: none, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_arns.a", "region us-east-1", "reads region eu-west-1"}},
+		{"lease table and dir", base + "checkpoint: {dir: /tmp/cp, dynamodb: {table: leases}}", []string{"field checkpoint.dir", `"/tmp/cp"`, "with a lease table the checkpoints live in the table"}},
+		{"lease table without a name", base + "checkpoint: {dynamodb: {table: ''}}", []string{"field checkpoint.dynamodb.table", `""`, "expected a DynamoDB table name"}},
+		{"lease table name", base + "checkpoint: {dynamodb: {table: 'my leases'}}", []string{"field checkpoint.dynamodb.table", `"my leases"`}},
+		{"lease period too short", base + "checkpoint: {dynamodb: {table: leases, lease_period: 500ms}}", []string{"field checkpoint.dynamodb.lease_period", `"500ms"`, "at least 1s"}},
+		{"lease table endpoint", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'localhost:8000'}}", []string{"field checkpoint.dynamodb.endpoint", `"localhost:8000"`, "expected a URL"}},
+		{"negative steal limit", base + "checkpoint: {dynamodb: {table: leases, steal_limit: -1}}", []string{"field checkpoint.dynamodb.steal_limit", `"-1"`}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
 	}
 	for _, c := range cases {
@@ -75,15 +82,37 @@ func TestConfigDefaults(t *testing.T) {
 	if len(c.Streams) != 2 || c.Streams[1].Name != "clicks" || c.Streams[1].ARN == "" {
 		t.Errorf("streams: %+v", c.Streams)
 	}
+	if c.Leases != nil {
+		t.Errorf("a lease table without checkpoint.dynamodb: %+v", c.Leases)
+	}
+
+	in, err = newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := in.conf.Leases
+	if l == nil || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 1 || l.InstanceID == "" {
+		t.Errorf("lease table defaults: %+v", l)
+	}
+	again, err := newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.conf.Leases.InstanceID == l.InstanceID {
+		t.Errorf("two inputs got the same instance id %q", l.InstanceID)
+	}
 }
 
 func TestLintRules(t *testing.T) {
 	env := service.NewEnvironment()
 	cases := map[string]string{
 		"streams: [a]": "field efo.consumer_name",
-		"streams: [a]\nefo: {registration: none}":                              "field efo.consumer_arns",
-		"streams: [a]\nreader: polling\nstart_from: at_timestamp":              "start_from at_timestamp needs",
-		"streams: [a]\nreader: polling\nstart_timestamp: 2024-01-01T00:00:00Z": "start_from is latest",
+		"streams: [a]\nefo: {registration: none}":                                                 "field efo.consumer_arns",
+		"streams: [a]\nreader: polling\nstart_from: at_timestamp":                                 "start_from at_timestamp needs",
+		"streams: [a]\nreader: polling\nstart_timestamp: 2024-01-01T00:00:00Z":                    "start_from is latest",
+		"streams: [a]\nreader: polling\ncheckpoint: {dir: /tmp/cp, dynamodb: {table: leases}}":    "field checkpoint.dir: is set together with checkpoint.dynamodb",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: ''}}":                      "field checkpoint.dynamodb.table: a lease table needs a table name",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, lease_period: 200ms}}": "field checkpoint.dynamodb.lease_period: 200ms is too short; expected at least 1s",
 	}
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()

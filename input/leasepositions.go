@@ -209,34 +209,52 @@ func (p *positions) storePinned(ctx context.Context) error {
 	p.mu.Unlock()
 
 	var errs []error
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, leaseWriters)
 	for _, pn := range todo {
-		want := lease.Shard{Stream: l.arn, ShardID: pn.id, Checkpoint: pn.cp, Parents: pn.parents}
-		got, err := l.table.Create(ctx, want)
-		if err == nil && got.Checkpoint.ShardStart != "" && pn.cp.ShardStart != "" && got.Checkpoint.ShardStart != pn.cp.ShardStart {
-			got, err = want, l.table.Replace(ctx, want, got.Checkpoint.ShardStart)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		p.mu.Lock()
-		if epoch == p.epoch {
-			if _, ok := p.unstored[pn.id]; ok {
-				delete(p.unstored, pn.id)
-				p.state.Shards[pn.id] = got.Checkpoint
-				if got.Checkpoint.Ended {
-					p.endsSaved[pn.id] = true
-				}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.storeOne(ctx, pn.id, pn.parents, pn.cp, epoch); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				errMu.Unlock()
 			}
-		}
-		p.mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	for _, id := range gone {
 		if err := l.table.Delete(ctx, l.arn, id); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// storeOne creates the item of one pinned shard (see storePinned).
+func (p *positions) storeOne(ctx context.Context, id string, parents []string, cp checkpoint.Checkpoint, epoch int) error {
+	l := p.leases
+	want := lease.Shard{Stream: l.arn, ShardID: id, Checkpoint: cp, Parents: parents}
+	got, err := l.table.Create(ctx, want)
+	if err == nil && got.Checkpoint.ShardStart != "" && cp.ShardStart != "" && got.Checkpoint.ShardStart != cp.ShardStart {
+		got, err = want, l.table.Replace(ctx, want, got.Checkpoint.ShardStart)
+	}
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.unstored[id]; ok && epoch == p.epoch {
+		delete(p.unstored, id)
+		p.state.Shards[id] = got.Checkpoint
+		if got.Checkpoint.Ended {
+			p.endsSaved[id] = true
+		}
+	}
+	return nil
 }
 
 // stored reports whether every pinned shard has its item.

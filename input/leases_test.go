@@ -23,30 +23,36 @@ func leaseYAML(srv *kinesisfake.Server, d *emulator.DynamoDB, table, instance, e
   dynamodb: { table: %s, create: true, endpoint: %s, lease_period: 2s, instance_id: %s }`, table, d.Endpoint, instance), extra)
 }
 
-// owners scans the table: the owner of every shard item of the stream.
-func owners(t *testing.T, d *emulator.DynamoDB, table string) map[string]string {
+// owners scans the table, every page: the owner of every shard item.
+func owners(t testing.TB, d *emulator.DynamoDB, table string) map[string]string {
 	t.Helper()
-	out, err := d.Client().Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(table)})
-	var missing *types.ResourceNotFoundException
-	if errors.As(err, &missing) {
-		return nil // not created yet
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]string{}
-	for _, it := range out.Items {
-		if k, _ := it["kind"].(*types.AttributeValueMemberS); k == nil || k.Value != "shard" {
-			continue
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
+	for {
+		out, err := d.Client().Scan(t.Context(), in)
+		var missing *types.ResourceNotFoundException
+		if errors.As(err, &missing) {
+			return nil // not created yet
 		}
-		id := it["shardId"].(*types.AttributeValueMemberS).Value
-		owner := ""
-		if o, ok := it["leaseOwner"].(*types.AttributeValueMemberS); ok {
-			owner = o.Value
+		if err != nil {
+			t.Fatal(err)
 		}
-		got[id] = owner
+		for _, it := range out.Items {
+			if k, _ := it["kind"].(*types.AttributeValueMemberS); k == nil || k.Value != "shard" {
+				continue
+			}
+			id := it["shardId"].(*types.AttributeValueMemberS).Value
+			owner := ""
+			if o, ok := it["leaseOwner"].(*types.AttributeValueMemberS); ok {
+				owner = o.Value
+			}
+			got[id] = owner
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return got
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	return got
 }
 
 // spread counts the shards each owner holds ("" for free ones).
@@ -169,4 +175,49 @@ func TestLeasesReshardAcrossInstances(t *testing.T) {
 	if len(children) < 6 {
 		t.Fatalf("records came from %d shards, want the 4 parents and at least 2 of the 3 children: %v", len(children), children)
 	}
+}
+
+// TestLeasesSurviveThrottling: DynamoDB throttling every lease write and scan
+// for less than a lease period is retried (by the SDK with backoff, then by
+// the next renewal) and drops no lease: every shard keeps its owner, and
+// every record arrives exactly once.
+func TestLeasesSurviveThrottling(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	d := emulator.Dynalite(t)
+	proxy := emulator.NewDynamoDBProxy(t, d)
+	via := &emulator.DynamoDB{Endpoint: proxy.Endpoint, Region: d.Region}
+	var outs []*inputtest.Collector
+	var pipes []*inputtest.Pipeline
+	for i := range 2 {
+		out := &inputtest.Collector{}
+		outs = append(outs, out)
+		pipes = append(pipes, inputtest.StartPipeline(t, leaseYAML(srv, via, "throttled", fmt.Sprintf("i%d", i), "reader: polling"), out))
+	}
+	want := fakeProduce(t, srv, "orders", "a", 400, 16)
+	waitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "throttled")); return n["i0"] == 4 && n["i1"] == 4 })
+	before := owners(t, d, "throttled")
+
+	calls, _ := proxy.Calls()
+	proxy.Throttle(800*time.Millisecond, "UpdateItem", "Scan", "PutItem", "GetItem")
+	for k, v := range fakeProduce(t, srv, "orders", "b", 400, 16) {
+		want[k] = v
+	}
+	time.Sleep(time.Second) // the throttling window, and a renewal after it
+	after, _ := proxy.Calls()
+	if after["UpdateItem"] <= calls["UpdateItem"] {
+		t.Fatal("no lease write was tried while throttled")
+	}
+	for k, v := range fakeProduce(t, srv, "orders", "c", 400, 16) {
+		want[k] = v
+	}
+	waitUntil(t, 30*time.Second, func() bool { return outs[0].Count()+outs[1].Count() >= len(want) })
+	if got := owners(t, d, "throttled"); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("throttling shorter than a lease period moved leases:\nbefore %v\nafter  %v", before, got)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, p := range pipes {
+		p.Stop(t)
+	}
+	inputtest.CheckDelivery(t, append(outs[0].All(), outs[1].All()...), want, true)
 }

@@ -262,6 +262,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") == "none" && this.efo.consumer_arns.or({}).length() == 0 => [ "field efo.consumer_arns: registration none needs the consumer ARN of every stream" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dir.or("") != "" => [ "field checkpoint.dir: is set together with checkpoint.dynamodb; with a lease table the checkpoints live in the table, so remove dir" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dynamodb.table.or("") == "" => [ "field checkpoint.dynamodb.table: a lease table needs a table name, e.g. orders-leases" ],
+  this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dynamodb.lease_period.or("10s").parse_duration().or(10000000000) < 1000000000 => [ "field checkpoint.dynamodb.lease_period: %v is too short; expected at least 1s".format(this.checkpoint.dynamodb.lease_period) ],
   this.start_from.or("latest") != "at_timestamp" && this.start_timestamp.or("") != "" => [ "field start_timestamp: is set but start_from is %v; set start_from: at_timestamp to use it".format(this.start_from.or("latest")) ],
 }`).
 		Example("Read by Enhanced Fan-Out",

@@ -144,6 +144,7 @@ func (t *Table) Scan(ctx context.Context, streamARN string) (Scan, error) {
 	var out Scan
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		FilterExpression:          aws.String("#s = :s"),
 		ExpressionAttributeNames:  map[string]string{"#s": attrStream},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(streamARN)},
@@ -183,9 +184,10 @@ func (t *Table) Scan(ctx context.Context, streamARN string) (Scan, error) {
 // there is none.
 func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, err error) {
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(t.name),
-		Key:            map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
-		ConsistentRead: aws.Bool(true),
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
+		ConsistentRead:         aws.Bool(true),
 	})
 	if err != nil {
 		return Shard{}, false, t.fail("reading shard "+shardID, err)
@@ -205,9 +207,10 @@ func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok
 func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
 	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(t.name),
-		Item:                encodeShard(s),
-		ConditionExpression: aws.String("attribute_not_exists(#k)"),
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Item:                   encodeShard(s),
+		ConditionExpression:    aws.String("attribute_not_exists(#k)"),
 		ExpressionAttributeNames: map[string]string{
 			"#k": attrKey,
 		},
@@ -280,6 +283,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
 		UpdateExpression:          aws.String(expr),
 		ConditionExpression:       aws.String("#o = :me AND #c = :c"),
@@ -332,6 +336,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me string) (Shard, error) {
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
 		UpdateExpression:          aws.String("SET #o = :me, #c = :next REMOVE #h"),
 		ConditionExpression:       aws.String(cond),
@@ -355,6 +360,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me string) (Shard, error) {
 func (t *Table) Ask(ctx context.Context, s Shard, me string) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
 		UpdateExpression:          aws.String("SET #h = :me"),
 		ConditionExpression:       aws.String("#o = :owner AND attribute_not_exists(#h)"),
@@ -375,6 +381,7 @@ func (t *Table) Ask(ctx context.Context, s Shard, me string) error {
 func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(t.name),
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 		Key:                      map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
 		ConditionExpression:      aws.String("attribute_not_exists(#o)"),
 		ExpressionAttributeNames: map[string]string{"#o": attrOwner},
@@ -390,6 +397,7 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
 	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(t.name),
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 		Item:                     encodeStream(s),
 		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 		ExpressionAttributeNames: map[string]string{"#k": attrKey},
@@ -401,9 +409,10 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
 		return Stream{}, t.fail("writing the item of stream "+s.ARN, err)
 	}
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(t.name),
-		Key:            map[string]types.AttributeValue{attrKey: str(streamKey(s.ARN))},
-		ConsistentRead: aws.Bool(true),
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(streamKey(s.ARN))},
+		ConsistentRead:         aws.Bool(true),
 	})
 	if err != nil {
 		return Stream{}, t.fail("reading the item of stream "+s.ARN, err)
@@ -417,7 +426,7 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
 // ReplaceStream overwrites the item of a stream: it was created again, or
 // its first shards are pinned.
 func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
-	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: encodeStream(s)})
+	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: encodeStream(s), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 	if err != nil {
 		return t.fail("writing the item of stream "+s.ARN, err)
 	}
@@ -428,9 +437,10 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 // needed: other instances count me among the live ones while it moves.
 func (t *Table) Heartbeat(ctx context.Context, streamARN, me string) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(t.name),
-		Key:              map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
-		UpdateExpression: aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one"),
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
+		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{
 			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter,
 		},
@@ -447,8 +457,9 @@ func (t *Table) Heartbeat(ctx context.Context, streamARN, me string) error {
 // Leave deletes my worker item on a stream: the others stop counting me.
 func (t *Table) Leave(ctx context.Context, streamARN, me string) error {
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(t.name),
-		Key:       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
 	})
 	if err != nil {
 		return t.fail("removing the presence of instance "+me, err)
@@ -468,6 +479,7 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
 	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Item:                      encodeShard(s),
 		ConditionExpression:       aws.String("#ss = :was"),
 		ExpressionAttributeNames:  map[string]string{"#ss": attrShardStart},
@@ -483,7 +495,8 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 // reports whether me is the one to register it (no one else claimed it).
 func (t *Table) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {
 	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(t.name),
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		Item: map[string]types.AttributeValue{
 			attrKey: str(registrationKey(streamARN, consumer)), attrKind: str(kindRegistration),
 			attrStream: str(streamARN), attrOwner: str(me),
@@ -505,8 +518,9 @@ func (t *Table) ClaimRegistration(ctx context.Context, streamARN, consumer, me s
 // is registered.
 func (t *Table) DropRegistration(ctx context.Context, streamARN, consumer string) error {
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(t.name),
-		Key:       map[string]types.AttributeValue{attrKey: str(registrationKey(streamARN, consumer))},
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(registrationKey(streamARN, consumer))},
 	})
 	if err != nil {
 		return t.fail("removing the claim on the registration of consumer "+consumer, err)

@@ -1,0 +1,119 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// DynamoDBProxy is an HTTP proxy on 127.0.0.1 in front of a DynamoDB
+// emulator that counts the calls and the capacity units they consumed, by
+// operation, and answers chosen operations with throttling errors for a
+// while: what a test needs to measure a lease table's cost and to check
+// that throttling loses nothing.
+type DynamoDBProxy struct {
+	// Endpoint is the proxy's base URL; point clients' endpoint at it.
+	Endpoint string
+
+	mu       sync.Mutex
+	calls    map[string]int64
+	units    map[string]float64
+	throttle map[string]time.Time // operation -> throttled until
+}
+
+// NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
+func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
+	t.Helper()
+	u, err := url.Parse(d.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = p.count
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := operation(r)
+		p.mu.Lock()
+		p.calls[op]++
+		until, throttled := p.throttle[op]
+		p.mu.Unlock()
+		if throttled && time.Now().Before(until) {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.Header().Set("X-Amzn-ErrorType", "ProvisionedThroughputExceededException")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded (injected by the test proxy)"}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return p
+}
+
+// operation is the DynamoDB operation of a request, from its X-Amz-Target
+// (DynamoDB_20120810.UpdateItem).
+func operation(r *http.Request) string {
+	target := r.Header.Get("X-Amz-Target")
+	return target[strings.LastIndexByte(target, '.')+1:]
+}
+
+// count adds the capacity a response reports as consumed.
+func (p *DynamoDBProxy) count(resp *http.Response) error {
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var out struct {
+		ConsumedCapacity *struct{ CapacityUnits float64 }
+	}
+	if json.Unmarshal(body, &out) == nil && out.ConsumedCapacity != nil {
+		p.mu.Lock()
+		p.units[operation(resp.Request)] += out.ConsumedCapacity.CapacityUnits
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// Calls returns the calls so far by operation, and the capacity units they
+// consumed as the emulator reported them (for operations asked to return
+// them).
+func (p *DynamoDBProxy) Calls() (calls map[string]int64, units map[string]float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	calls, units = map[string]int64{}, map[string]float64{}
+	for k, v := range p.calls {
+		calls[k] = v
+	}
+	for k, v := range p.units {
+		units[k] = v
+	}
+	return calls, units
+}
+
+// Throttle answers every call of the operations with
+// ProvisionedThroughputExceededException for d from now.
+func (p *DynamoDBProxy) Throttle(d time.Duration, ops ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, op := range ops {
+		p.throttle[op] = time.Now().Add(d)
+	}
+}
