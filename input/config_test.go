@@ -91,7 +91,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := in.conf.Leases
-	if l == nil || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 1 || l.InstanceID == "" {
+	if l == nil || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 4 || l.InstanceID == "" {
 		t.Errorf("lease table defaults: %+v", l)
 	}
 	again, err := newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")

@@ -354,3 +354,19 @@ func sameCheckpoint(a, b checkpoint.Checkpoint) bool {
 	}
 	return a.Position == nil || *a.Position == *b.Position
 }
+
+// adopt takes in the items another instance pinned: their shards are known
+// with the start stored for them.
+func (p *positions) adopt(items []lease.Shard) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, it := range items {
+		if _, known := p.state.Shards[it.ShardID]; known {
+			continue
+		}
+		p.state.Shards[it.ShardID] = it.Checkpoint
+		if it.Checkpoint.Ended {
+			p.endsSaved[it.ShardID] = true
+		}
+	}
+}

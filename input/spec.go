@@ -230,8 +230,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 						Default("").
 						Advanced(),
 					service.NewIntField(fDynamoStealLimit).
-						Description("The most leases an instance asks other live instances to hand over per lease cycle (a third of `lease_period`) while it holds fewer than its share.").
-						Default(1).
+						Description("The most leases an instance asks other live instances to hand over per lease cycle (a third of `lease_period`) while it holds fewer than its share; each is handed over after its last checkpoint. 0: never ask (an instance then gets only free and expired leases).").
+						Default(4).
 						Advanced(),
 				).
 					Description("Share the shards of each stream between many instances through a DynamoDB lease table. Leases and checkpoints then live in the table instead of `dir`.").

@@ -64,6 +64,13 @@ type streamReader struct {
 	// pinStart, with a lease table, is where the shards of the first pin
 	// start, as the stream's item says: every instance pins the same.
 	pinStart *checkpoint.Start
+	// pinWait, with a lease table, is until when another instance is
+	// waited for to pin the stream's first shards (it wrote the stream's
+	// item first): one instance pins them, the others read its items.
+	pinWait time.Time
+	// soon asks the run loop for a discovery shortly (another instance's
+	// first pin is awaited).
+	soon bool
 	// wake asks the run loop to schedule again: a lease was renewed after a
 	// lapse, or handed over (lease table only).
 	wake chan struct{}
@@ -188,6 +195,10 @@ func (s *streamReader) run(ctx context.Context) {
 			s.rediscover = false
 			timer.Reset(0)
 		}
+		if s.soon {
+			s.soon = false
+			timer.Reset(200 * time.Millisecond)
+		}
 		s.schedule(ctx, &wg)
 	}
 }
@@ -239,6 +250,11 @@ func (s *streamReader) discover(ctx context.Context) error {
 		}
 	}
 	s.shards = known
+	if s.pinWait.After(time.Now()) {
+		if waiting, err := s.awaitFirstPin(ctx); waiting || err != nil {
+			return err
+		}
+	}
 	return s.pin(ctx, listed)
 }
 

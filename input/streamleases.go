@@ -27,9 +27,15 @@ func (s *streamReader) loadLeases(ctx context.Context) error {
 		s.seen = time.Now()
 	}
 	want := lease.Stream{ARN: s.arn, Created: s.created, Start: s.firstStart(false)}
-	item, err := t.PutStream(ctx, want)
+	item, created, err := t.PutStream(ctx, want)
 	if err != nil {
 		return err
+	}
+	if !created && !item.Pinned {
+		// Another instance started first and is pinning the first shards:
+		// read its items rather than race it for each (for a while: it may
+		// have died meanwhile).
+		s.pinWait = time.Now().Add(s.in.conf.Leases.LeasePeriod)
 	}
 	recreated := false
 	if !item.Created.IsZero() && !s.created.IsZero() && !item.Created.Equal(s.created) {
@@ -220,4 +226,23 @@ func (s *streamReader) handOver(ctx context.Context, r *shardReader) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// awaitFirstPin is discovery's wait for the instance that pins the stream's
+// first shards: it reports waiting while that instance is not done, and once
+// it is, takes its items as this instance's state (the first pin is then
+// done: shards without an item are new ones, read from their beginning).
+func (s *streamReader) awaitFirstPin(ctx context.Context) (waiting bool, err error) {
+	sc, err := s.in.table.Scan(ctx, s.arn)
+	if err != nil {
+		return false, err
+	}
+	if sc.Stream == nil || !sc.Stream.Pinned {
+		s.soon = true
+		return true, nil
+	}
+	s.pos.adopt(sc.Shards)
+	s.pinWait = time.Time{}
+	s.firstPin = false
+	return false, nil
 }

@@ -393,8 +393,8 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 }
 
 // PutStream writes the item of a stream unless one exists, and returns the
-// one in the table afterwards.
-func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
+// one in the table afterwards, and whether it is the one written.
+func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {
 	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(t.name),
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
@@ -403,10 +403,10 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
 		ExpressionAttributeNames: map[string]string{"#k": attrKey},
 	})
 	if err == nil {
-		return s, nil
+		return s, true, nil
 	}
 	if !conditionFailed(err) {
-		return Stream{}, t.fail("writing the item of stream "+s.ARN, err)
+		return Stream{}, false, t.fail("writing the item of stream "+s.ARN, err)
 	}
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:              aws.String(t.name),
@@ -415,12 +415,13 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, error) {
 		ConsistentRead:         aws.Bool(true),
 	})
 	if err != nil {
-		return Stream{}, t.fail("reading the item of stream "+s.ARN, err)
+		return Stream{}, false, t.fail("reading the item of stream "+s.ARN, err)
 	}
 	if len(out.Item) == 0 {
 		return t.PutStream(ctx, s)
 	}
-	return decodeStream(out.Item)
+	got, err := decodeStream(out.Item)
+	return got, false, err
 }
 
 // ReplaceStream overwrites the item of a stream: it was created again, or

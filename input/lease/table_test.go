@@ -141,7 +141,7 @@ func TestScanReadsEveryPage(t *testing.T) {
 	if err := tb.Heartbeat(ctx, arn, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
+	if _, _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := paged.Scan(ctx, arn)
