@@ -973,3 +973,18 @@ func checkMonotonic(t *testing.T, prev, next leaseTable) {
 		}
 	}
 }
+
+// checkExactlyOnceInOrder is checkExactlyOnce, and each run's output keeps
+// the order of shards and partition keys; it logs how many records each run
+// wrote.
+func (c *leaseCluster) checkExactlyOnceInOrder(want inputtest.Produced) {
+	c.t.Helper()
+	c.checkExactlyOnce(want)
+	var counts []string
+	for _, r := range c.runs() {
+		got := c.output(r)
+		inputtest.CheckOrder(c.t, got)
+		counts = append(counts, fmt.Sprintf("%s %d", r.name, len(got)))
+	}
+	c.t.Logf("all %d records exactly once: %s", len(want), strings.Join(counts, ", "))
+}

@@ -71,14 +71,7 @@ func TestLeasesSpreadExactlyOnce(t *testing.T) {
 	}
 	c.termAll()
 
-	c.checkExactlyOnce(want)
-	var counts []string
-	for _, r := range c.runs() {
-		got := c.output(r)
-		inputtest.CheckOrder(t, got)
-		counts = append(counts, fmt.Sprintf("%s %d", r.name, len(got)))
-	}
-	t.Logf("all %d records exactly once: %s", len(want), strings.Join(counts, ", "))
+	c.checkExactlyOnceInOrder(want)
 }
 
 // TestLeasesSIGKILLTakeover kills one of 3 processes with SIGKILL while
@@ -250,14 +243,7 @@ func TestLeasesRollingRestart(t *testing.T) {
 	c.waitAll(want, leaseDrainWithin)
 	c.termAll()
 
-	c.checkExactlyOnce(want)
-	var counts []string
-	for _, r := range c.runs() {
-		got := c.output(r)
-		inputtest.CheckOrder(t, got)
-		counts = append(counts, fmt.Sprintf("%s %d", r.name, len(got)))
-	}
-	t.Logf("all %d records exactly once: %s", len(want), strings.Join(counts, ", "))
+	c.checkExactlyOnceInOrder(want)
 }
 
 // TestLeasesSIGSTOPFenced freezes one of 3 processes with SIGSTOP for 3.5

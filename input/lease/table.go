@@ -206,29 +206,48 @@ func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok
 // the item that is in the table afterwards (ours or the existing one).
 func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
-	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:              aws.String(t.name),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		Item:                   encodeShard(s),
-		ConditionExpression:    aws.String("attribute_not_exists(#k)"),
-		ExpressionAttributeNames: map[string]string{
-			"#k": attrKey,
-		},
-	})
-	if err == nil {
-		return s, nil
+	existing, err := t.putNew(ctx, encodeShard(s), "creating the item of shard "+s.ShardID)
+	if err != nil || existing == nil {
+		return s, err
 	}
-	if !conditionFailed(err) {
-		return Shard{}, t.fail("creating the item of shard "+s.ShardID, err)
-	}
-	got, ok, err := t.Get(ctx, s.Stream, s.ShardID)
+	got, err := decodeShard(existing)
 	if err != nil {
-		return Shard{}, err
-	}
-	if !ok { // deleted in between: try again
-		return t.Create(ctx, s)
+		return Shard{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
 	}
 	return got, nil
+}
+
+// putNew writes item unless an item of its key exists, and returns that
+// item (nil when item was written).
+func (t *Table) putNew(ctx context.Context, item map[string]types.AttributeValue, what string) (map[string]types.AttributeValue, error) {
+	for {
+		_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                aws.String(t.name),
+			ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+			Item:                     item,
+			ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+			ExpressionAttributeNames: map[string]string{"#k": attrKey},
+		})
+		if err == nil {
+			return nil, nil
+		}
+		if !conditionFailed(err) {
+			return nil, t.fail(what, err)
+		}
+		out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:              aws.String(t.name),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			Key:                    map[string]types.AttributeValue{attrKey: item[attrKey]},
+			ConsistentRead:         aws.Bool(true),
+		})
+		if err != nil {
+			return nil, t.fail(what, err)
+		}
+		if len(out.Item) > 0 {
+			return out.Item, nil
+		}
+		// Deleted in between: write it again.
+	}
 }
 
 // Write is a write of a lease holder.
@@ -395,32 +414,11 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 // PutStream writes the item of a stream unless one exists, and returns the
 // one in the table afterwards, and whether it is the one written.
 func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {
-	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(t.name),
-		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
-		Item:                     encodeStream(s),
-		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
-		ExpressionAttributeNames: map[string]string{"#k": attrKey},
-	})
-	if err == nil {
-		return s, true, nil
+	existing, err := t.putNew(ctx, encodeStream(s), "writing the item of stream "+s.ARN)
+	if err != nil || existing == nil {
+		return s, err == nil, err
 	}
-	if !conditionFailed(err) {
-		return Stream{}, false, t.fail("writing the item of stream "+s.ARN, err)
-	}
-	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:              aws.String(t.name),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		Key:                    map[string]types.AttributeValue{attrKey: str(streamKey(s.ARN))},
-		ConsistentRead:         aws.Bool(true),
-	})
-	if err != nil {
-		return Stream{}, false, t.fail("reading the item of stream "+s.ARN, err)
-	}
-	if len(out.Item) == 0 {
-		return t.PutStream(ctx, s)
-	}
-	got, err := decodeStream(out.Item)
+	got, err := decodeStream(existing)
 	return got, false, err
 }
 
