@@ -338,10 +338,14 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		if err := s.pos.commit(context.Background()); err != nil {
 			errs = append(errs, err)
 		}
-		if s.pos.leases != nil {
-			if err := s.pos.releaseAll(context.Background()); err != nil {
+		if l := s.pos.leases; l != nil {
+			// Bounded: a table that does not answer must not hold the
+			// shutdown; unreleased leases expire after a lease period.
+			rctx, cancel := context.WithTimeout(context.Background(), l.period)
+			if err := s.pos.releaseAll(rctx); err != nil {
 				errs = append(errs, err)
 			}
+			cancel()
 		}
 	}
 	if in.store != nil {

@@ -3,7 +3,6 @@ package input
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +72,6 @@ func TestLeasesShareAStream(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 16))
 	d := emulator.Dynalite(t)
 	const table = "leases"
-	var mu sync.Mutex
 	var all []inputtest.Got
 	outs := make([]*inputtest.Collector, 3)
 	pipes := make([]*inputtest.Pipeline, 3)
@@ -117,8 +115,6 @@ func TestLeasesShareAStream(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	pipes[1].Stop(t)
 	pipes[2].Stop(t)
-	mu.Lock()
-	defer mu.Unlock()
 	for _, o := range outs {
 		all = append(all, o.All()...)
 		inputtest.CheckOrder(t, o.All())
