@@ -62,7 +62,7 @@ func (p *positions) commitLeases(ctx context.Context) error {
 		if cp.Ended {
 			w.Release = true
 		} else if handing {
-			w.Release, w.HandOver = true, h.handoff
+			w.Release, w.HandOver, w.KeepAsked = true, h.handoff, false
 		}
 		jobs = append(jobs, job{id: id, counter: h.counter, w: w, cp: cp})
 	}
@@ -81,9 +81,11 @@ func (p *positions) commitLeases(ctx context.Context) error {
 			sent := time.Now()
 			it, err := l.table.Hold(ctx, l.arn, j.id, l.me, j.counter, j.w)
 			if err != nil {
-				mu.Lock()
-				defer mu.Unlock()
-				p.leaseWriteFailed(j.id, j.w, err, &errs)
+				if err := p.leaseWriteFailed(ctx, j.id, err); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
 				return
 			}
 			p.leaseWritten(j.id, it, j.w, j.cp, sent)
@@ -104,15 +106,57 @@ func (p *positions) commitLeases(ctx context.Context) error {
 // meanwhile is lost (its reader stops now); anything else is retried by the
 // next commit, the reader stopping on its own once the lease period passes
 // without a renewal.
-func (p *positions) leaseWriteFailed(id string, w lease.Write, err error, errs *[]error) {
-	if errors.Is(err, lease.ErrLost) {
-		p.leases.lose(id, errLeaseLost)
-		p.metrics.leasesLost.Incr(1, p.stream)
-		p.warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it; acknowledgements still to come no longer move its checkpoint", p.stream, id)
-		return
+//
+// A write that failed without an answer (a time-out, a cancelled context, a
+// broken connection) may have been applied: the lease's counter is then
+// uncertain, and the next write's condition fails against this instance's
+// own write. So a lease found not as written after such a failure is read
+// back: still this instance's (only its own writes keep it the owner), it
+// takes the counter it finds, and the next commit writes again.
+func (p *positions) leaseWriteFailed(ctx context.Context, id string, err error) error {
+	l := p.leases
+	if errors.Is(err, lease.ErrWithdrawn) {
+		// The taker is stopping: the lease stays, and is read again.
+		l.mu.Lock()
+		if h, ok := l.held[id]; ok {
+			h.handoff = ""
+		}
+		l.mu.Unlock()
+		return nil
 	}
-	p.metrics.renewalFailures.Incr(1, p.stream)
-	*errs = append(*errs, err)
+	if !errors.Is(err, lease.ErrLost) {
+		l.mu.Lock()
+		if h, ok := l.held[id]; ok {
+			h.uncertain = true
+		}
+		l.mu.Unlock()
+		p.metrics.renewalFailures.Incr(1, p.stream)
+		return err
+	}
+	l.mu.Lock()
+	h, ok := l.held[id]
+	uncertain := ok && h.uncertain
+	l.mu.Unlock()
+	if uncertain {
+		it, found, gerr := l.table.Get(ctx, l.arn, id)
+		if gerr != nil {
+			p.metrics.renewalFailures.Incr(1, p.stream)
+			return gerr
+		}
+		if found && it.Owner == l.me {
+			l.mu.Lock()
+			if h, ok := l.held[id]; ok {
+				h.counter, h.uncertain = it.Counter, false
+				h.written = checkpoint.Checkpoint{} // written again next
+			}
+			l.mu.Unlock()
+			return nil
+		}
+	}
+	l.lose(id, errLeaseLost)
+	p.metrics.leasesLost.Incr(1, p.stream)
+	p.warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it; acknowledgements still to come no longer move its checkpoint", p.stream, id)
+	return nil
 }
 
 // leaseWritten records a successful write of a held lease, sent at sent.
@@ -134,6 +178,7 @@ func (p *positions) leaseWritten(id string, it lease.Shard, w lease.Write, cp ch
 		if !w.KeepAsked {
 			h.clearAsk = false
 		}
+		h.uncertain = false
 	}
 	asked := it.HandoffTo
 	l.mu.Unlock()
@@ -303,47 +348,83 @@ func (p *positions) took(it lease.Shard, at time.Time) {
 }
 
 // releaseAll writes the last checkpoint of every held lease and frees it,
-// then removes this instance's presence: a clean stop, after which other
-// instances take the shards and read on exactly after the last
-// acknowledged record.
+// withdraws this instance's asks for leases of others, frees the leases
+// handed to it and not taken up yet, and removes its presence: a clean stop,
+// after which other instances take the shards and read on exactly after the
+// last acknowledged record, and no lease is left in this instance's name.
 func (p *positions) releaseAll(ctx context.Context) error {
 	p.saveMu.Lock()
 	defer p.saveMu.Unlock()
 	l := p.leases
 	p.mu.Lock()
 	l.mu.Lock()
-	type rel struct {
-		id      string
-		counter int64
-		cp      checkpoint.Checkpoint
-	}
-	var rels []rel
+	held := map[string]lease.Shard{}
 	for id, h := range l.held {
-		rels = append(rels, rel{id, h.counter, p.state.Shards[id]})
+		held[id] = lease.Shard{ShardID: id, Counter: h.counter, Checkpoint: p.state.Shards[id]}
 	}
-	for id, it := range l.items {
-		if _, held := l.held[id]; !held && it.Owner == l.me {
-			// Handed over to this instance and not taken up yet.
-			rels = append(rels, rel{id, it.Counter, it.Checkpoint})
-		}
-	}
+	l.held = map[string]*heldLease{}
 	l.mu.Unlock()
 	p.mu.Unlock()
+
 	var errs []error
-	for _, r := range rels {
-		cp := r.cp
-		_, err := l.table.Hold(ctx, l.arn, r.id, l.me, r.counter, lease.Write{Checkpoint: &cp, Release: true})
-		if err != nil && !errors.Is(err, lease.ErrLost) {
-			errs = append(errs, fmt.Errorf("stream %s shard %s: releasing its lease: %w", p.stream, r.id, err))
+	release := func(it lease.Shard) {
+		cp := it.Checkpoint
+		if err := p.release(ctx, it.ShardID, it.Counter, cp); err != nil {
+			errs = append(errs, fmt.Errorf("stream %s shard %s: releasing its lease: %w", p.stream, it.ShardID, err))
 		}
-		l.mu.Lock()
-		delete(l.held, r.id)
-		l.mu.Unlock()
+	}
+	for _, it := range held {
+		release(it)
+	}
+	// A handover to this instance either lands before its ask is withdrawn
+	// (and is released below) or fails (the holder keeps the lease).
+	for pass := 0; pass < 2; pass++ {
+		sc, err := l.table.ScanConsistent(ctx, l.arn)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		for _, it := range sc.Shards {
+			switch {
+			case it.Owner == l.me:
+				release(it)
+			case pass == 0 && it.HandoffTo == l.me:
+				if err := l.table.Withdraw(ctx, it, l.me); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
 	}
 	if err := l.table.Leave(ctx, l.arn, l.me); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// release frees a lease held at counter, writing cp. A counter moved by an
+// earlier write of this instance that failed without an answer (see
+// leaseWriteFailed) is read back; a lease someone else took is no error.
+func (p *positions) release(ctx context.Context, id string, counter int64, cp checkpoint.Checkpoint) error {
+	l := p.leases
+	w := lease.Write{Checkpoint: &cp, Release: true}
+	if cp.Position == nil && !cp.Ended {
+		w.Checkpoint = nil
+	}
+	_, err := l.table.Hold(ctx, l.arn, id, l.me, counter, w)
+	if errors.Is(err, lease.ErrLost) {
+		it, found, gerr := l.table.Get(ctx, l.arn, id)
+		if gerr != nil {
+			return gerr
+		}
+		if !found || it.Owner != l.me {
+			return nil
+		}
+		_, err = l.table.Hold(ctx, l.arn, id, l.me, it.Counter, w)
+	}
+	if errors.Is(err, lease.ErrLost) {
+		return nil
+	}
+	return err
 }
 
 // sameCheckpoint reports whether two checkpoints store the same position

@@ -58,6 +58,9 @@ type heldLease struct {
 	// clearAsk is set when an instance that is not alive asked for the
 	// lease: the next write removes the request, so that others may ask.
 	clearAsk bool
+	// uncertain is set when a write failed without an answer: it may have
+	// been applied, moving the counter (see leaseWriteFailed).
+	uncertain bool
 }
 
 type sighting struct {

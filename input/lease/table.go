@@ -30,6 +30,10 @@ import (
 // lease is no longer the writer's (or, for a take, no longer as scanned).
 var ErrLost = errors.New("the lease is no longer held as written")
 
+// ErrWithdrawn is returned by a handover whose taker withdrew its ask
+// meanwhile: the lease is still the writer's, unchanged.
+var ErrWithdrawn = errors.New("the instance that asked for the lease withdrew its ask")
+
 // API is the part of the DynamoDB client the table uses.
 type API interface {
 	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
@@ -141,8 +145,19 @@ type Scan struct {
 
 // Scan reads every item of a stream, to the last page.
 func (t *Table) Scan(ctx context.Context, streamARN string) (Scan, error) {
+	return t.scan(ctx, streamARN, false)
+}
+
+// ScanConsistent is Scan with strongly consistent reads: every write that
+// succeeded before it is seen.
+func (t *Table) ScanConsistent(ctx context.Context, streamARN string) (Scan, error) {
+	return t.scan(ctx, streamARN, true)
+}
+
+func (t *Table) scan(ctx context.Context, streamARN string, consistent bool) (Scan, error) {
 	var out Scan
 	in := &dynamodb.ScanInput{
+		ConsistentRead:            aws.Bool(consistent),
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		FilterExpression:          aws.String("#s = :s"),
@@ -288,10 +303,15 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		names["#h"] = attrHandoffTo
 		removes = append(removes, "#h")
 	}
+	cond := "#o = :me AND #c = :c"
 	if w.Release {
 		if w.HandOver != "" {
+			// Only while the instance still asks for it: one that withdrew
+			// its ask (it is stopping) must not be handed the lease.
 			values[":to"] = str(w.HandOver)
+			names["#h"] = attrHandoffTo
 			sets = append(sets, "#o = :to")
+			cond += " AND #h = :to"
 		} else {
 			removes = append(removes, "#o")
 		}
@@ -305,7 +325,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("#o = :me AND #c = :c"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
@@ -332,6 +352,9 @@ func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, coun
 	owner := me
 	if w.Release {
 		owner = w.HandOver
+	}
+	if ok && w.HandOver != "" && it.Owner == me && it.Counter == counter && it.HandoffTo != w.HandOver {
+		return it, ErrWithdrawn
 	}
 	if !ok || it.Owner != owner || it.Counter != counter+1 {
 		return Shard{}, ErrLost
@@ -391,6 +414,24 @@ func (t *Table) Ask(ctx context.Context, s Shard, me string) error {
 	}
 	if err != nil {
 		return t.fail("asking for the lease of shard "+s.ShardID, err)
+	}
+	return nil
+}
+
+// Withdraw takes back my ask for a shard's lease, if it is still there: a
+// stopping instance must not be handed leases.
+func (t *Table) Withdraw(ctx context.Context, s Shard, me string) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
+		UpdateExpression:          aws.String("REMOVE #h"),
+		ConditionExpression:       aws.String("#h = :me"),
+		ExpressionAttributeNames:  map[string]string{"#h": attrHandoffTo},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(me)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return t.fail("withdrawing the ask for the lease of shard "+s.ShardID, err)
 	}
 	return nil
 }

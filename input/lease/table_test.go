@@ -228,3 +228,33 @@ type deny struct {
 func (d deny) DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return nil, d.err
 }
+
+// TestWithdrawnAsk: a stopping instance withdraws its ask, and a handover
+// to it then fails with ErrWithdrawn, leaving the lease with its holder.
+func TestWithdrawnAsk(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "withdraw")
+	ctx := t.Context()
+	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000001", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := tb.Take(ctx, it, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Ask(ctx, a, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Withdraw(ctx, a, "b"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tb.Hold(ctx, arn, it.ShardID, "a", a.Counter, Write{Release: true, HandOver: "b"})
+	if !errors.Is(err, ErrWithdrawn) || got.Owner != "a" || got.Counter != a.Counter {
+		t.Fatalf("handover after the ask was withdrawn: %+v, %v; want ErrWithdrawn and the lease unchanged", got, err)
+	}
+	if _, err := tb.Hold(ctx, arn, it.ShardID, "a", a.Counter, Write{KeepAsked: true}); err != nil {
+		t.Fatalf("renewal after a withdrawn handover: %v", err)
+	}
+}
