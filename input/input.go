@@ -192,21 +192,18 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	}
 	wait := efo.WaitOptions{Logger: in.log}
 	var consumer efo.Consumer
-	if in.conf.EFO.Registration == registrationLazy {
-		claimed := false
-		if in.table != nil {
-			// Instances on one lease table register the consumer once.
-			wait.Claim = func(ctx context.Context) (bool, error) {
-				won, err := in.table.ClaimRegistration(ctx, s.arn, in.conf.EFO.ConsumerName, in.conf.Leases.InstanceID)
-				claimed = claimed || won
-				return won, err
-			}
+	if in.table != nil {
+		// Instances on one lease table register the consumer once: the one
+		// that claims the registration in the table; the claim is dropped
+		// once the consumer is there, whoever registered it.
+		wait.Claim = func(ctx context.Context) (bool, error) {
+			return in.table.ClaimRegistration(ctx, s.arn, in.conf.EFO.ConsumerName, in.conf.Leases.InstanceID)
 		}
+	}
+	if in.conf.EFO.Registration == registrationLazy {
 		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
-		if claimed && err == nil {
-			if derr := in.table.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); derr != nil {
-				in.log.Warnf("stream %s: %v", ref.Name, derr)
-			}
+		if err == nil {
+			in.dropClaim(ctx, s, ref.Name)
 		}
 	} else {
 		consumer, err = efo.Describe(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
@@ -222,6 +219,9 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.EFO.Registration == registrationLazy {
 		reregister = func(ctx context.Context, stale string) (string, error) {
 			c, err := efo.RegisterAgain(ctx, client, s.arn, in.conf.EFO.ConsumerName, stale, wait)
+			if err == nil {
+				in.dropClaim(ctx, s, ref.Name)
+			}
 			if err == nil && in.conf.EFO.DeregisterOnClose {
 				in.connMu.Lock()
 				s.deregister = c.ARN
@@ -232,6 +232,17 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	}
 	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
 	return s, nil
+}
+
+// dropClaim removes the claim on the registration of a stream's consumer
+// from the lease table, if any: the consumer is registered.
+func (in *kinesisInput) dropClaim(ctx context.Context, s *streamReader, name string) {
+	if in.table == nil {
+		return
+	}
+	if err := in.table.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
+		in.log.Warnf("stream %s: %v", name, err)
+	}
 }
 
 // firstSeen returns when the stream was first seen: at, unless an earlier
@@ -333,21 +344,7 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 	}
 	in.connMu.Lock()
 	defer in.connMu.Unlock()
-	var errs []error
-	for _, s := range in.streams {
-		if err := s.pos.commit(context.Background()); err != nil {
-			errs = append(errs, err)
-		}
-		if l := s.pos.leases; l != nil {
-			// Bounded: a table that does not answer must not hold the
-			// shutdown; unreleased leases expire after a lease period.
-			rctx, cancel := context.WithTimeout(context.Background(), l.period)
-			if err := s.pos.releaseAll(rctx); err != nil {
-				errs = append(errs, err)
-			}
-			cancel()
-		}
-	}
+	errs := in.closeStreams()
 	if in.store != nil {
 		errs = append(errs, in.store.Close())
 		in.store = nil
@@ -363,6 +360,48 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeStreams commits every stream's checkpoints and then, with a lease
+// table, releases every stream's leases: all streams at once, so that no
+// stream's leases lapse while another's are written. With a lease table each
+// step is bounded by a lease period: a table that does not answer must not
+// hold the shutdown (unreleased leases expire a lease period later).
+func (in *kinesisInput) closeStreams() []error {
+	var mu sync.Mutex
+	var errs []error
+	each := func(do func(s *streamReader) error) {
+		var wg sync.WaitGroup
+		for _, s := range in.streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := do(s); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	bounded := func(s *streamReader, do func(context.Context) error) error {
+		ctx := context.Background()
+		if l := s.pos.leases; l != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, l.period)
+			defer cancel()
+		}
+		return do(ctx)
+	}
+	each(func(s *streamReader) error { return bounded(s, s.pos.commit) })
+	each(func(s *streamReader) error {
+		if s.pos.leases == nil {
+			return nil
+		}
+		return bounded(s, s.pos.releaseAll)
+	})
+	return errs
 }
 
 // deregister deregisters the consumer of a stream (deregister_on_close),
@@ -400,21 +439,33 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		var wg sync.WaitGroup
 		for _, s := range in.streams {
-			if l := s.pos.leases; l != nil {
-				for _, id := range l.fence(time.Now()) {
-					in.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds", s.name, id, l.period)
-				}
-			}
-			if err := s.pos.commit(ctx); err != nil && ctx.Err() == nil {
-				in.log.Errorf("%v", err)
-			}
-			if s.pos.leases != nil {
-				select {
-				case s.wake <- struct{}{}:
-				default:
-				}
-			}
+			wg.Add(1)
+			go func() { // streams commit side by side: one slow table write holds no other stream
+				defer wg.Done()
+				in.commitStream(ctx, s)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// commitStream is one commit of a stream (see commitLoop).
+func (in *kinesisInput) commitStream(ctx context.Context, s *streamReader) {
+	l := s.pos.leases
+	if l != nil {
+		for _, id := range l.fence(time.Now()) {
+			in.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds", s.name, id, l.period)
+		}
+	}
+	if err := s.pos.commit(ctx); err != nil && ctx.Err() == nil {
+		in.log.Errorf("%v", err)
+	}
+	if l != nil {
+		select {
+		case s.wake <- struct{}{}:
+		default:
 		}
 	}
 }

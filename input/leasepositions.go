@@ -24,16 +24,6 @@ func (p *positions) commitLeases(ctx context.Context) error {
 	l := p.leases
 	var errs []error
 	now := time.Now()
-	if now.Sub(l.beat) >= l.period/3 {
-		if err := l.table.Heartbeat(ctx, l.arn, l.me); err != nil {
-			errs = append(errs, err)
-		} else {
-			l.beat = now
-		}
-	}
-	if err := p.storePinned(ctx); err != nil {
-		errs = append(errs, err)
-	}
 
 	type job struct {
 		id      string
@@ -47,6 +37,9 @@ func (p *positions) commitLeases(ctx context.Context) error {
 	for id, h := range l.held {
 		cp, ok := p.state.Shards[id]
 		if !ok {
+			// Forgotten (gone past the retention period, or a stream
+			// created again): free it rather than hold it for ever.
+			jobs = append(jobs, job{id: id, counter: h.counter, w: lease.Write{Release: true}})
 			continue
 		}
 		changed := !sameCheckpoint(cp, h.written)
@@ -79,7 +72,11 @@ func (p *positions) commitLeases(ctx context.Context) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			sent := time.Now()
-			it, err := l.table.Hold(ctx, l.arn, j.id, l.me, j.counter, j.w)
+			// Each write is bounded: one that hangs must not hold the
+			// renewal of the others past their lease period.
+			wctx, cancel := context.WithTimeout(ctx, l.period/3)
+			it, err := l.table.Hold(wctx, l.arn, j.id, l.me, j.counter, j.w)
+			cancel()
 			if err != nil {
 				if err := p.leaseWriteFailed(ctx, j.id, err); err != nil {
 					mu.Lock()
@@ -92,6 +89,15 @@ func (p *positions) commitLeases(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if now.Sub(l.beat) >= l.period/3 {
+		hctx, cancel := context.WithTimeout(ctx, l.period/3)
+		if err := l.table.Heartbeat(hctx, l.arn, l.me); err != nil {
+			errs = append(errs, err)
+		} else {
+			l.beat = now
+		}
+		cancel()
+	}
 	if err := errors.Join(errs...); err != nil {
 		p.metrics.commitFailures.Incr(1, p.stream)
 		return fmt.Errorf("stream %s: lease table: %w", p.stream, err)
@@ -216,8 +222,11 @@ func (p *positions) askedFor(id, to string) {
 	}
 	h.handoff = to
 	if h.stop != nil {
+		// The reader's goroutine hands over once it has stopped and its
+		// acknowledgements are in (readerEnded, handOver).
 		h.stop(errHandoff)
-		h.stop = nil // gen stays: the reader's late acknowledgements still count
+	} else {
+		h.gen = 0 // no reader: the next commit hands over
 	}
 }
 
@@ -302,11 +311,12 @@ func (p *positions) storeOne(ctx context.Context, id string, parents []string, c
 	return nil
 }
 
-// stored reports whether every pinned shard has its item.
-func (p *positions) stored() bool {
+// isUnstored reports whether a shard is pinned and its item not yet created.
+func (p *positions) isUnstored(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.unstored) == 0
+	_, ok := p.unstored[id]
+	return ok
 }
 
 // observe takes in the shard items of a scan: the checkpoints and ends of
@@ -322,15 +332,23 @@ func (p *positions) observe(items []lease.Shard) {
 		if _, held := l.held[it.ShardID]; held {
 			continue
 		}
-		if _, known := p.state.Shards[it.ShardID]; !known {
+		cp, known := p.state.Shards[it.ShardID]
+		if !known {
 			continue // pinned by another instance: this one pins it once listed
 		}
 		if _, pinned := p.unstored[it.ShardID]; pinned {
 			continue
 		}
+		if cp.ShardStart != "" && it.Checkpoint.ShardStart != "" && cp.ShardStart != it.Checkpoint.ShardStart {
+			// Of a stream deleted and created again, by one side or the
+			// other: discovery sorts it out (reused), not a scan.
+			continue
+		}
 		p.state.Shards[it.ShardID] = it.Checkpoint
 		if it.Checkpoint.Ended {
 			p.endsSaved[it.ShardID] = true
+		} else {
+			delete(p.endsSaved, it.ShardID)
 		}
 	}
 }

@@ -41,6 +41,10 @@ type leases struct {
 	gen     int64
 	// beat is the last successful heartbeat of this instance's worker item.
 	beat time.Time
+	// asked holds the shards this instance asked the holders of for, and
+	// when: a scan may not show an ask yet, and an ask counts as coming for
+	// a lease period.
+	asked map[string]time.Time
 }
 
 // heldLease is a lease this instance holds.
@@ -73,6 +77,7 @@ func newLeases(table *lease.Table, arn string, c *leaseConfig) *leases {
 	return &leases{
 		table: table, arn: arn, me: c.InstanceID, period: c.LeasePeriod, steals: c.StealLimit,
 		held: map[string]*heldLease{}, seen: map[string]sighting{}, items: map[string]lease.Shard{}, workers: map[string]bool{},
+		asked: map[string]time.Time{},
 	}
 }
 
@@ -85,17 +90,48 @@ func (l *leases) holds(shardID string, now time.Time) bool {
 }
 
 // startReading records the reader of a held shard and returns its
-// generation; 0 when the lease is not held.
+// generation; 0 when the lease is not held, lapsed, or being handed over.
 func (l *leases) startReading(shardID string, stop context.CancelCauseFunc) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.held[shardID]
-	if !ok {
+	if !ok || h.handoff != "" || time.Since(h.renewed) >= l.period {
 		return 0
 	}
 	l.gen++
 	h.gen, h.stop = l.gen, stop
 	return h.gen
+}
+
+// readerEnded records that the reader of generation gen has stopped, for
+// whatever reason; it reports whether the lease is being handed over, in
+// which case that reader's acknowledgements still count until the handover
+// (see streamReader.handOver). Otherwise they no longer do.
+func (l *leases) readerEnded(shardID string, gen int64) (handingOver bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.held[shardID]
+	if !ok || h.gen != gen {
+		return false
+	}
+	h.stop = nil
+	if h.handoff != "" {
+		return true
+	}
+	h.gen = 0
+	return false
+}
+
+// expiry returns when the lease of the reader of generation gen lapses (the
+// zero time when it is not that reader's any more).
+func (l *leases) expiry(shardID string, gen int64) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, ok := l.held[shardID]
+	if !ok || h.gen != gen {
+		return time.Time{}
+	}
+	return h.renewed.Add(l.period)
 }
 
 // current reports whether gen is the generation of the reader of a held
@@ -222,4 +258,25 @@ func (l *leases) nextCycle(now time.Time) time.Duration {
 		}
 	}
 	return max(next+5*time.Millisecond, 10*time.Millisecond)
+}
+
+// askedAt returns when this instance asked for a shard's lease, if it did
+// within the last lease period.
+func (l *leases) askedAt(shardID string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.asked[shardID]
+	return at, ok
+}
+
+// setAsked records an ask, and forgets those older than a lease period.
+func (l *leases) setAsked(shardID string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, t := range l.asked {
+		if at.Sub(t) >= l.period {
+			delete(l.asked, id)
+		}
+	}
+	l.asked[shardID] = at
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
@@ -22,7 +24,8 @@ func leaseYAML(srv *kinesisfake.Server, d *emulator.DynamoDB, table, instance, e
   dynamodb: { table: %s, create: true, endpoint: %s, lease_period: 2s, instance_id: %s }`, table, d.Endpoint, instance), extra)
 }
 
-// owners scans the table, every page: the owner of every shard item.
+// owners scans the table, every page: the owner of every shard item, by
+// leaseKey.
 func owners(t testing.TB, d *emulator.DynamoDB, table string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
@@ -40,7 +43,7 @@ func owners(t testing.TB, d *emulator.DynamoDB, table string) map[string]string 
 			if k, _ := it["kind"].(*types.AttributeValueMemberS); k == nil || k.Value != "shard" {
 				continue
 			}
-			id := it["shardId"].(*types.AttributeValueMemberS).Value
+			id := it["leaseKey"].(*types.AttributeValueMemberS).Value
 			owner := ""
 			if o, ok := it["leaseOwner"].(*types.AttributeValueMemberS); ok {
 				owner = o.Value
@@ -216,4 +219,97 @@ func TestLeasesSurviveThrottling(t *testing.T) {
 		p.Stop(t)
 	}
 	inputtest.CheckDelivery(t, append(outs[0].All(), outs[1].All()...), want, true)
+}
+
+// TestLeasesOwnerDiedBeforeFirstCheckpoint: shards whose owner died before
+// its first checkpoint (Redpanda Connect never reads them again) are taken
+// once the lease expires and read from their stored start, exactly once.
+func TestLeasesOwnerDiedBeforeFirstCheckpoint(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	d := emulator.Dynalite(t)
+	ctx := t.Context()
+	tb, err := lease.Open(ctx, d.Client(), "ghosts", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := srv.Shards("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shards {
+		it, err := tb.Create(ctx, lease.Shard{Stream: srv.StreamARN("orders"), ShardID: *sh.ShardId, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Take(ctx, it, "ghost"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := fakeProduce(t, srv, "orders", "a", 400, 8)
+	m := &inputtest.Metrics{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineWith(t, leaseYAML(srv, d, "ghosts", "heir", "reader: polling"), out.Consume, inputtest.Options{Metrics: m})
+	start := time.Now()
+	waitUntil(t, 10*time.Second, func() bool { return spread(owners(t, d, "ghosts"))["heir"] == 4 })
+	t.Logf("the dead owner's 4 leases taken %v after the start (lease_period 2s)", time.Since(start).Round(10*time.Millisecond))
+	p.StopWhen(t, out, len(want), 20*time.Second)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	if n := m.Counter("kinesis_leases_taken", "stream", "orders"); n != 4 {
+		t.Errorf("kinesis_leases_taken %d, want 4", n)
+	}
+}
+
+// TestLeasesKinesisLocal: two inputs share two streams of kinesis-local
+// through one lease table (one item per stream and shard), each record
+// exactly once over both, every shard held by one of them, and the metrics
+// count what each holds.
+func TestLeasesKinesisLocal(t *testing.T) {
+	t.Parallel()
+	k := emulator.KinesisLocal(t)
+	d := emulator.Dynalite(t)
+	client := k.Client()
+	want := inputtest.Produced{}
+	for _, name := range []string{"alpha", "beta"} {
+		inputtest.CreateStream(t, client, name, 4)
+		for data, pk := range inputtest.Produce(t, client, name, name, 1500, 31) {
+			want[data] = pk
+		}
+	}
+	out := &inputtest.Collector{}
+	var metrics []*inputtest.Metrics
+	var pipes []*inputtest.Pipeline
+	for i := range 2 {
+		m := &inputtest.Metrics{}
+		metrics = append(metrics, m)
+		yaml := fmt.Sprintf(`
+streams: [ alpha, beta ]
+endpoint: %s
+region: %s
+credentials: { id: %s, secret: %s }
+reader: polling
+start_from: trim_horizon
+checkpoint:
+  commit_period: 100ms
+  dynamodb: { table: local, create: true, endpoint: %s, lease_period: 2s, instance_id: i%d }
+`, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, d.Endpoint, i)
+		pipes = append(pipes, inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Metrics: m}))
+	}
+	out.WaitFor(t, len(want), time.Minute)
+	waitUntil(t, 10*time.Second, func() bool {
+		n := spread(owners(t, d, "local"))
+		return n[""] == 0 && n["i0"] == 4 && n["i1"] == 4
+	})
+	for _, name := range []string{"alpha", "beta"} {
+		held := metrics[0].Counter("kinesis_owned_shards", "stream", name) + metrics[1].Counter("kinesis_owned_shards", "stream", name)
+		if held != 4 {
+			t.Errorf("stream %s: kinesis_owned_shards over both instances %d, want 4", name, held)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, p := range pipes {
+		p.Stop(t)
+	}
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckOrder(t, out.All())
 }

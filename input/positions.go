@@ -175,11 +175,14 @@ func (p *positions) reset(created time.Time) {
 // or (with a lease table) a reader whose lease is no longer held, changes
 // nothing.
 func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int, gen int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Checked under mu (the lock order is mu, then the leases'): a lease
+	// taken anew (took) cannot be moved by an acknowledgement of an earlier
+	// holding.
 	if p.leases != nil && !p.leases.current(shardID, gen) {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
 	if !ok || epoch != p.epoch || (cp.Position != nil && !cp.Position.Less(pos)) {
 		return
@@ -192,10 +195,11 @@ func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch i
 // setEnded records that a shard was read to its end and saves at once: its
 // children wait until the end is saved.
 func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int, gen int64) error {
+	p.mu.Lock()
 	if p.leases != nil && !p.leases.current(shardID, gen) {
+		p.mu.Unlock()
 		return nil
 	}
-	p.mu.Lock()
 	cp, ok := p.state.Shards[shardID]
 	if !ok || epoch != p.epoch {
 		p.mu.Unlock()
@@ -208,6 +212,11 @@ func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoi
 	p.state.Shards[shardID] = cp
 	p.dirty = true
 	p.mu.Unlock()
+	if p.leases != nil {
+		// The commit writes every held lease of the stream: the end of this
+		// reader's context must not cut the others' writes (each is bounded).
+		ctx = context.WithoutCancel(ctx)
+	}
 	return p.commit(ctx)
 }
 

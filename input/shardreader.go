@@ -381,11 +381,31 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		more = nil
 	}
 	var d delivery
+	var lapse *time.Timer // with a lease table: when the lease lapses
+	defer func() {
+		if lapse != nil {
+			lapse.Stop()
+		}
+	}()
 	for {
-		if r.gen != 0 && !r.s.pos.leases.readable(r.info.id, r.gen) {
-			// Not renewed for a lease period (the process was paused, or the
-			// table is unreachable): another instance may read the shard now.
-			return errLeaseExpired
+		if err := ctx.Err(); err != nil {
+			return err // a lost lease stops the reader before anything more goes out
+		}
+		var lapsed <-chan time.Time
+		if r.gen != 0 {
+			if !r.s.pos.leases.readable(r.info.id, r.gen) {
+				// Not renewed for a lease period (the process was paused, or
+				// the table is unreachable): another instance may read the
+				// shard now.
+				return errLeaseExpired
+			}
+			wait := time.Until(r.s.pos.leases.expiry(r.info.id, r.gen))
+			if lapse == nil {
+				lapse = time.NewTimer(wait)
+			} else {
+				lapse.Reset(wait)
+			}
+			lapsed = lapse.C
 		}
 		var out chan<- delivery
 		var idle <-chan struct{}
@@ -405,6 +425,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-lapsed: // checked at the top of the loop
 		case <-idle:
 			e = r.tracker.TryTrack(pos, n)
 		case b, ok := <-more:

@@ -2,7 +2,6 @@ package input
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -350,11 +349,14 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	if !s.unpinned {
 		return nil
 	}
-	if err := s.pos.commit(ctx); err != nil {
+	if s.pos.leases != nil {
+		// Items of new shards are created apart from the renewals, which a
+		// large first pin must not delay.
+		if err := s.pos.storePinned(ctx); err != nil {
+			return err
+		}
+	} else if err := s.pos.commit(ctx); err != nil {
 		return err
-	}
-	if s.pos.leases != nil && !s.pos.stored() {
-		return fmt.Errorf("the lease table did not store every new shard yet")
 	}
 	if s.firstPin && s.pinStart != nil {
 		if err := s.pinned(ctx); err != nil {
@@ -406,7 +408,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 			defer wg.Done()
 			defer cancel(nil)
 			ev := r.run(rctx)
-			if errors.Is(context.Cause(rctx), errHandoff) {
+			if l != nil && l.readerEnded(id, gen) {
 				s.handOver(ctx, r)
 			}
 			select {

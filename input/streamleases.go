@@ -112,11 +112,15 @@ func (s *streamReader) leaseCycle(ctx context.Context) error {
 	items := map[string]lease.Shard{}
 	for _, it := range sc.Shards {
 		sh, ok := s.shards[it.ShardID]
-		if !ok || it.Checkpoint.Ended || !s.parentsEnded(sh) {
+		if !ok || it.Checkpoint.Ended || !s.parentsEnded(sh) || s.pos.isUnstored(it.ShardID) {
 			continue
 		}
 		items[it.ShardID] = it
-		claims = append(claims, claim{shard: it.ShardID, owner: it.Owner, expired: l.expired(it, now), asked: it.HandoffTo})
+		asked := it.HandoffTo
+		if at, ok := l.askedAt(it.ShardID); ok && asked == "" && it.Owner != l.me && now.Sub(at) < l.period {
+			asked = l.me // asked, and the scan does not show it yet
+		}
+		claims = append(claims, claim{shard: it.ShardID, owner: it.Owner, expired: l.expired(it, now), asked: asked})
 		if it.Owner == l.me && it.HandoffTo != "" && it.HandoffTo != l.me {
 			s.pos.askedFor(it.ShardID, it.HandoffTo)
 		}
@@ -152,6 +156,7 @@ func (s *streamReader) leaseCycle(ctx context.Context) error {
 	for _, c := range ask {
 		switch err := l.table.Ask(ctx, items[c.shard], l.me); {
 		case err == nil:
+			l.setAsked(c.shard, now)
 			s.in.log.Debugf("stream %s shard %s: asked %s to hand its lease over", s.name, c.shard, c.owner)
 		case err != lease.ErrLost && ctx.Err() == nil:
 			s.in.log.Errorf("stream %s: %v", s.name, err)
