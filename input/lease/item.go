@@ -29,6 +29,7 @@ const (
 	attrHandoffTo    = "handoffTo"              // an instance asking the holder for the lease
 	attrCreated      = "streamCreated"          // stream items: the stream's creation time
 	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
+	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"

@@ -13,6 +13,8 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -198,6 +200,11 @@ func (t *Table) scan(ctx context.Context, streamARN string, consistent bool) (Sc
 // Get reads the item of a shard, strongly consistent; ok is false when
 // there is none.
 func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, err error) {
+	s, ok, _, err = t.get(ctx, streamARN, shardID)
+	return s, ok, err
+}
+
+func (t *Table) get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, raw map[string]types.AttributeValue, err error) {
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:              aws.String(t.name),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -205,16 +212,16 @@ func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok
 		ConsistentRead:         aws.Bool(true),
 	})
 	if err != nil {
-		return Shard{}, false, t.fail("reading shard "+shardID, err)
+		return Shard{}, false, nil, t.fail("reading shard "+shardID, err)
 	}
 	if len(out.Item) == 0 {
-		return Shard{}, false, nil
+		return Shard{}, false, nil, nil
 	}
 	s, err = decodeShard(out.Item)
 	if err != nil {
-		return Shard{}, false, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
+		return Shard{}, false, nil, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
 	}
-	return s, true, nil
+	return s, true, out.Item, nil
 }
 
 // Create writes the item of a new, free shard unless one exists; it returns
@@ -281,7 +288,12 @@ type Write struct {
 func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
 	names := map[string]string{"#o": attrOwner, "#c": attrCounter}
 	values := map[string]types.AttributeValue{":me": str(me), ":c": num(counter), ":next": num(counter + 1)}
-	sets := []string{"#c = :next"}
+	// A token of this write tells it apart from an earlier write of the
+	// same holder when its answer is lost (see applied).
+	token := newToken()
+	names["#w"] = attrWriteID
+	values[":w"] = str(token)
+	sets := []string{"#c = :next", "#w = :w"}
 	var removes []string
 	if w.Checkpoint != nil {
 		set, remove := checkpointValues(*w.Checkpoint)
@@ -331,7 +343,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if conditionFailed(err) {
-		return t.applied(ctx, streamARN, shardID, me, counter, w)
+		return t.applied(ctx, streamARN, shardID, me, counter, w, token)
 	}
 	if err != nil {
 		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
@@ -344,8 +356,8 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 // connection): the retry's condition fails against the write itself. The
 // item as the write left it, with the next counter, is the write's; anything
 // else is ErrLost.
-func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
-	it, ok, err := t.Get(ctx, streamARN, shardID)
+func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, counter int64, w Write, token string) (Shard, error) {
+	it, ok, raw, err := t.get(ctx, streamARN, shardID)
 	if err != nil {
 		return Shard{}, err
 	}
@@ -356,14 +368,17 @@ func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, coun
 	if ok && w.HandOver != "" && it.Owner == me && it.Counter == counter && it.HandoffTo != w.HandOver {
 		return it, ErrWithdrawn
 	}
-	if !ok || it.Owner != owner || it.Counter != counter+1 {
-		return Shard{}, ErrLost
-	}
-	if w.Checkpoint != nil && (it.Checkpoint.Ended != w.Checkpoint.Ended ||
-		(!w.Checkpoint.Ended && w.Checkpoint.Position != nil && (it.Checkpoint.Position == nil || *it.Checkpoint.Position != *w.Checkpoint.Position))) {
+	if !ok || it.Owner != owner || it.Counter != counter+1 || getS(raw, attrWriteID) != token {
 		return Shard{}, ErrLost
 	}
 	return it, nil
+}
+
+// newToken returns a random write id.
+func newToken() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Take makes me the owner of a shard's lease as scanned: free or held by

@@ -258,3 +258,42 @@ func TestWithdrawnAsk(t *testing.T) {
 		t.Fatalf("renewal after a withdrawn handover: %v", err)
 	}
 }
+
+// TestRetriedWriteIsApplied: a holder's write that was applied and sent
+// again (the SDK retrying after a lost answer) fails its condition against
+// itself; it is recognised by its write id and not taken as a lost lease.
+// An earlier write of the same holder is not mistaken for it.
+func TestRetriedWriteIsApplied(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	ctx := t.Context()
+	tb := open(t, d, "retried")
+	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000002", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := tb.Take(ctx, it, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := &Table{api: sendTwice{API: d.Client()}, name: "retried"}
+	pos := &checkpoint.Position{Sequence: "120"}
+	got, err := twice.Hold(ctx, arn, it.ShardID, "a", a.Counter, Write{Checkpoint: &checkpoint.Checkpoint{Position: pos}, KeepAsked: true})
+	if err != nil || got.Counter != a.Counter+1 || *got.Checkpoint.Position != *pos {
+		t.Fatalf("a write sent twice: %+v, %v; want it applied once", got, err)
+	}
+	// A renewal at the old counter is not this write: the lease moved on.
+	if _, err := tb.Hold(ctx, arn, it.ShardID, "a", a.Counter, Write{KeepAsked: true}); !errors.Is(err, ErrLost) {
+		t.Fatalf("a write at a counter an earlier write moved: %v, want ErrLost", err)
+	}
+}
+
+// sendTwice sends every UpdateItem twice and answers with the second result.
+type sendTwice struct{ API }
+
+func (s sendTwice) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, err := s.API.UpdateItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return s.API.UpdateItem(ctx, in, o...)
+}
