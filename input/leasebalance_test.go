@@ -1,0 +1,148 @@
+package input
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func noShuffle([]claim) {}
+
+// TestBalanceTakesItsShare: free and expired leases are taken up to the
+// share, never more; leases asked for count as coming.
+func TestBalanceTakesItsShare(t *testing.T) {
+	var claims []claim
+	for i := range 10 {
+		claims = append(claims, claim{shard: fmt.Sprint(i)})
+	}
+	live := map[string]bool{"a": true, "b": true, "c": true}
+	take, ask := balance("a", claims, live, 4, noShuffle)
+	if len(take) != 4 || len(ask) != 0 {
+		t.Fatalf("10 free leases, 3 live instances: took %d, asked %d; want 4 (the share) and 0", len(take), len(ask))
+	}
+
+	// b holds 6, c 4 of which one expired: a takes the expired one, then
+	// asks b for one (6 >= 1+2), and stops at its share of 4.
+	claims = claims[:0]
+	for i := range 6 {
+		claims = append(claims, claim{shard: fmt.Sprint("b", i), owner: "b"})
+	}
+	for i := range 4 {
+		claims = append(claims, claim{shard: fmt.Sprint("c", i), owner: "c", expired: i == 0})
+	}
+	take, ask = balance("a", claims, live, 4, noShuffle)
+	if len(take) != 1 || take[0].shard != "c0" {
+		t.Fatalf("took %v, want the expired lease c0", take)
+	}
+	if len(ask) != 2 {
+		t.Fatalf("asked for %v, want two leases of b (6 and 5 against 1 and 2 held)", ask)
+	}
+	for _, c := range ask {
+		if c.owner != "b" {
+			t.Fatalf("asked %s, want only b, the most loaded", c.owner)
+		}
+	}
+
+	// With its asks pending, a asks for no more.
+	for i := range claims {
+		for _, c := range ask {
+			if claims[i].shard == c.shard {
+				claims[i].asked = "a"
+			}
+		}
+	}
+	claims[6].owner, claims[6].expired = "a", false // the expired one, taken
+	take, ask = balance("a", claims, live, 4, noShuffle)
+	if len(take) != 0 || len(ask) != 0 {
+		t.Fatalf("with its share coming: took %v, asked %v; want nothing", take, ask)
+	}
+
+	// steal_limit 0 never asks.
+	if _, ask := balance("a", claims[:6], live, 0, noShuffle); len(ask) != 0 {
+		t.Fatalf("steal_limit 0 asked for %v", ask)
+	}
+}
+
+// TestBalanceConverges plays lease cycles of instances starting one after
+// another on 16 and 1,024 shards: every shard ends held, the instances
+// within one of each other, and no instance ever asks for more than
+// steal_limit at once.
+func TestBalanceConverges(t *testing.T) {
+	for _, tc := range []struct{ shards, instances, steals int }{{16, 3, 4}, {16, 3, 1}, {1024, 16, 4}, {7, 4, 2}} {
+		t.Run(fmt.Sprintf("%d shards %d instances steal_limit %d", tc.shards, tc.instances, tc.steals), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			owner := make([]string, tc.shards)
+			asked := make([]string, tc.shards)
+			live := map[string]bool{}
+			var ids []string
+			cycles := 0
+			for round := 0; round < 1000; round++ {
+				if len(ids) < tc.instances && round%3 == 0 {
+					id := fmt.Sprintf("i%02d", len(ids))
+					ids = append(ids, id)
+					live[id] = true
+				}
+				for _, me := range ids {
+					var claims []claim
+					for s := range owner {
+						claims = append(claims, claim{shard: fmt.Sprint(s), owner: owner[s], asked: asked[s]})
+					}
+					take, ask := balance(me, claims, live, tc.steals, func(c []claim) {
+						rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+					})
+					if len(ask) > tc.steals {
+						t.Fatalf("%s asked for %d leases at once, steal_limit %d", me, len(ask), tc.steals)
+					}
+					for _, c := range take {
+						s := index(c.shard)
+						owner[s], asked[s] = me, ""
+					}
+					for _, c := range ask {
+						asked[index(c.shard)] = me
+					}
+				}
+				// Holders hand over what was asked of them.
+				for s := range owner {
+					if asked[s] != "" {
+						owner[s], asked[s] = asked[s], ""
+					}
+				}
+				cycles++
+				if len(ids) == tc.instances && balanced(owner, ids) {
+					break
+				}
+			}
+			if !balanced(owner, ids) {
+				t.Fatalf("not balanced after %d cycles: %v", cycles, counts(owner))
+			}
+			t.Logf("balanced after %d cycles: %v", cycles, counts(owner))
+		})
+	}
+}
+
+func index(shard string) int {
+	var i int
+	fmt.Sscan(shard, &i)
+	return i
+}
+
+func counts(owner []string) map[string]int {
+	n := map[string]int{}
+	for _, o := range owner {
+		n[o]++
+	}
+	return n
+}
+
+func balanced(owner []string, ids []string) bool {
+	n := counts(owner)
+	if n[""] > 0 {
+		return false
+	}
+	var held []int
+	for _, id := range ids {
+		held = append(held, n[id])
+	}
+	return slices.Max(held)-slices.Min(held) <= 1
+}
