@@ -74,6 +74,8 @@ output:
 		{args: []string{"lint", leases("both", "{ dir: /tmp/cp, dynamodb: { table: leases } }")}, wantErr: true, want: []string{"field checkpoint.dir: is set together with checkpoint.dynamodb"}},
 		{args: []string{"echo", good}, want: []string{"SECRET_SCRUBBED", "AKID"}, not: []string{"topsecret", "sessiontoken"}},
 		{args: []string{"--version"}, want: []string{"Version:"}},
+		{args: []string{"list", "--help"}, want: []string{"List all benthos-kinesis component types"}, not: []string{"List all Benthos with"}},
+		{args: []string{"list", "metrics"}, want: []string{"prometheus"}},
 		{args: []string{"efo", "--help"}, want: []string{"register", "describe", "list", "deregister"}},
 	} {
 		out, err := run(c.args...)

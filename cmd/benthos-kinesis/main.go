@@ -1,6 +1,6 @@
 // Command benthos-kinesis is Benthos with the aws_kinesis_streams input: the
-// core pure and io components plus this module's input, and the efo command
-// that manages stream consumers.
+// core pure and io components plus this module's input, a prometheus metrics
+// exporter (the default), and the efo command that manages stream consumers.
 package main
 
 import (
@@ -12,6 +12,9 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	_ "github.com/benthos-kinesis/benthos-kinesis/input"
+	// The prometheus metrics exporter, Benthos' default once registered:
+	// /metrics serves every metric without any metrics config.
+	_ "github.com/benthos-kinesis/benthos-kinesis/internal/promexport"
 )
 
 // Set by -ldflags "-X main.version=... -X main.dateBuilt=...".
@@ -23,7 +26,10 @@ var (
 func main() {
 	service.RunCLI(context.Background(),
 		service.CLIOptSetBinaryName("benthos-kinesis"),
-		service.CLIOptSetProductName("Benthos with Kinesis Enhanced Fan-Out"),
+		// Benthos writes it into sentences ("List all benthos-kinesis
+		// component types", "Launching a benthos-kinesis instance").
+		service.CLIOptSetProductName("benthos-kinesis"),
+		service.CLIOptSetDocumentationURL("https://github.com/benthos-kinesis/benthos-kinesis"),
 		service.CLIOptSetVersion(version, dateBuilt),
 		service.CLIOptAddCommand(efoCommand()),
 	)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestPrometheusMetrics: with no metrics config, the binary serves every
+// Benthos and input metric as Prometheus text on /metrics, with the
+// stream and shard as labels.
+func TestPrometheusMetrics(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	for i := range 50 {
+		if _, _, err := srv.Put("orders", fmt.Sprint("key-", i%5), []byte(fmt.Sprint("order-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	config := filepath.Join(dir, "metrics.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
+http: { address: %s }
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    endpoint: %s
+    region: %s
+    credentials: { id: fake, secret: fake }
+    tls: { enabled: true, root_cas_file: %s }
+    reader: polling
+    start_from: trim_horizon
+    checkpoint: { dir: %s }
+output:
+  drop: {}
+logger: { level: warn }
+`, addr, srv.Endpoint(), srv.Region(), ca, filepath.Join(dir, "cp"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, bin, config, filepath.Join(dir, "run.log"))
+
+	read := regexp.MustCompile(`(?m)^kinesis_records_read\{[^}]*shard="shardId-[0-9]+"[^}]*stream="orders"[^}]*\} ([0-9.e+]+)$`)
+	deadline := time.Now().Add(30 * time.Second)
+	var page string
+	for {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			page = string(body)
+			total := 0.0
+			for _, m := range read.FindAllStringSubmatch(page, -1) {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				total += v
+			}
+			if resp.StatusCode == http.StatusOK && total >= 50 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "run.log"))
+			t.Fatalf("/metrics did not count 50 records read within 30s; page:\n%s\nlog:\n%s", page, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"# TYPE kinesis_records_read counter", "# TYPE kinesis_millis_behind_latest gauge", "input_received", "process_resident_memory_bytes", "go_goroutines"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(page) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
