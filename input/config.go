@@ -100,6 +100,9 @@ func (c config) settings() awsclient.Settings {
 func parseConfig(pc *service.ParsedConfig) (config, error) {
 	var c config
 	var err error
+	if err := checkMoved(pc); err != nil {
+		return c, err
+	}
 	rawStreams, err := pc.FieldStringList(fStreams)
 	if err != nil {
 		return c, err

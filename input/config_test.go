@@ -47,6 +47,8 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"lease period too short", base + "checkpoint: {dynamodb: {table: leases, lease_period: 500ms}}", []string{"field checkpoint.dynamodb.lease_period", `"500ms"`, "at least 1s"}},
 		{"lease table endpoint", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'localhost:8000'}}", []string{"field checkpoint.dynamodb.endpoint", `"localhost:8000"`, "expected a URL"}},
 		{"negative steal limit", base + "checkpoint: {dynamodb: {table: leases, steal_limit: -1}}", []string{"field checkpoint.dynamodb.steal_limit", `"-1"`}},
+		{"aws_kinesis fields", base + "checkpoint_limit: 10\nstart_from_oldest: true", []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field start_from_oldest", "start_from: trim_horizon"}},
+		{"KCL names", base + "application_name: app", []string{"field application_name", "efo.consumer_name"}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
 	}
 	for _, c := range cases {
@@ -113,6 +115,8 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\ncheckpoint: {dir: /tmp/cp, dynamodb: {table: leases}}":    "field checkpoint.dir: is set together with checkpoint.dynamodb",
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: ''}}":                      "field checkpoint.dynamodb.table: a lease table needs a table name",
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, lease_period: 200ms}}": "field checkpoint.dynamodb.lease_period: 200ms is too short; expected at least 1s",
+		"streams: [a]\nreader: polling\nenhanced_fan_out: {enabled: true}":                        "field enhanced_fan_out: is a field of aws_kinesis or a KCL setting; here: reader: efo",
+		"streams: [a]\nreader: polling\ncommit_period: 5s":                                        "field commit_period: is a field of aws_kinesis or a KCL setting; here: checkpoint.commit_period",
 	}
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()

@@ -69,6 +69,7 @@ const defaultCheckpointDir = "./kinesis_checkpoints"
 // Spec returns the configuration spec of the input. The documentation of the
 // input is generated from it.
 func Spec() *service.ConfigSpec {
+	movedLets, movedArm := movedLint()
 	return service.NewConfigSpec().
 		Beta().
 		Categories("Services", "AWS").
@@ -256,7 +257,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				Description("Deliver a batch that the pipeline rejects (nacks) again, after a pause that grows with its rejections (none the first time, then 100 ms doubling to 5 s) and once due before newer batches, until it is acknowledged; when the error names the failed messages only those come again. The shard reads on meanwhile, and its checkpoint stays before the rejected records. When false a rejected batch is not delivered again in this run, and its shard's checkpoint stays before it, so it is read again after a restart.").
 				Default(true),
 		).
-		LintRule(`let lease = this.checkpoint.dynamodb.lease_period.or("10s").string()
+		Fields(movedFieldSpecs()...).
+		LintRule(movedLets+`let lease = this.checkpoint.dynamodb.lease_period.or("10s").string()
 let lease_ms = match {
   $lease.re_match("^[0-9.]+ms$") => $lease.trim_suffix("ms").number(),
   $lease.re_match("^[0-9.]+(us|µs)$") => $lease.trim_suffix("us").trim_suffix("µs").number() / 1000,
@@ -265,7 +267,7 @@ let lease_ms = match {
   _ => 1000,
 }.catch(1000)
 root = match {
-  this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
+`+movedArm+`  this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") != "none" && this.efo.consumer_name.or("") == "" => [ "field efo.consumer_name: reader efo with registration %v needs a consumer name, e.g. my-app".format(this.efo.registration.or("lazy")) ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") == "none" && this.efo.consumer_arns.or({}).length() == 0 => [ "field efo.consumer_arns: registration none needs the consumer ARN of every stream" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dir.or("") != "" => [ "field checkpoint.dir: is set together with checkpoint.dynamodb; with a lease table the checkpoints live in the table, so remove dir" ],

@@ -72,6 +72,7 @@ output:
 		{args: []string{"lint", leases("short", "{ dynamodb: { table: leases, lease_period: 500ms } }")}, wantErr: true, want: []string{"field checkpoint.dynamodb.lease_period: 500ms is too short; expected at least 1s"}},
 		{args: []string{"lint", leases("nameless", "{ dynamodb: { table: '' } }")}, wantErr: true, want: []string{"field checkpoint.dynamodb.table: a lease table needs a table name"}},
 		{args: []string{"lint", leases("both", "{ dir: /tmp/cp, dynamodb: { table: leases } }")}, wantErr: true, want: []string{"field checkpoint.dir: is set together with checkpoint.dynamodb"}},
+		{args: []string{"lint", leases("moved", "{ dir: /tmp/cp }\n    checkpoint_limit: 5\n    dynamodb: { table: t1 }")}, wantErr: true, want: []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field dynamodb: is a field of aws_kinesis or a KCL setting; here: checkpoint.dynamodb"}},
 		{args: []string{"echo", good}, want: []string{"SECRET_SCRUBBED", "AKID"}, not: []string{"topsecret", "sessiontoken"}},
 		{args: []string{"--version"}, want: []string{"Version:"}},
 		{args: []string{"list", "--help"}, want: []string{"List all benthos-kinesis component types"}, not: []string{"List all Benthos with"}},
