@@ -195,8 +195,8 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 		if ts == "" {
 			return c, fmt.Errorf("field %s: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z", fStartTimestamp)
 		}
-		if c.StartTimestamp, err = time.Parse(time.RFC3339Nano, ts); err != nil {
-			return c, fieldError(fStartTimestamp, ts, "not an RFC 3339 time; expected e.g. 2024-05-01T00:00:00Z")
+		if c.StartTimestamp, err = parseStartTimestamp(ts, time.Now()); err != nil {
+			return c, err
 		}
 	default:
 		return c, fieldError(fStartFrom, c.StartFrom, "unknown start; expected latest, trim_horizon or at_timestamp")
@@ -431,4 +431,22 @@ func newInstanceID() string {
 	var b [4]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s-%x", host, b)
+}
+
+// parseStartTimestamp reads start_timestamp: an RFC 3339 time, or a
+// duration back from now (-24h). The time is pinned when the shards are
+// first seen, so a restart does not move it.
+func parseStartTimestamp(ts string, now time.Time) (time.Time, error) {
+	if strings.HasPrefix(ts, "-") {
+		d, err := time.ParseDuration(ts)
+		if err != nil {
+			return time.Time{}, fieldError(fStartTimestamp, ts, "not a duration back from now; expected e.g. -24h or -90m")
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return time.Time{}, fieldError(fStartTimestamp, ts, "neither an RFC 3339 time nor a duration back from now; expected e.g. 2024-05-01T00:00:00Z or -24h")
+	}
+	return t, nil
 }

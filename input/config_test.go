@@ -17,7 +17,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	}{
 		{"unknown reader", base + "reader: kafka", []string{"field reader", `"kafka"`, "expected efo or polling"}},
 		{"at_timestamp without timestamp", base + "start_from: at_timestamp", []string{"field start_timestamp", "at_timestamp needs an RFC 3339"}},
-		{"malformed timestamp", base + "start_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "not an RFC 3339 time"}},
+		{"malformed timestamp", base + "start_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "neither an RFC 3339 time nor a duration back from now"}},
 		{"timestamp without at_timestamp", base + "start_timestamp: 2024-01-01T00:00:00Z", []string{"field start_timestamp", "start_from is latest"}},
 		{"unknown start", base + "start_from: earliest", []string{"field start_from", `"earliest"`, "latest, trim_horizon or at_timestamp"}},
 		{"no streams", "streams: []", []string{"field streams", "at least one"}},
@@ -117,6 +117,12 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, lease_period: 200ms}}": "field checkpoint.dynamodb.lease_period: 200ms is too short; expected at least 1s",
 		"streams: [a]\nreader: polling\nenhanced_fan_out: {enabled: true}":                        "field enhanced_fan_out: is a field of aws_kinesis or a KCL setting; here: reader: efo",
 		"streams: [a]\nreader: polling\ncommit_period: 5s":                                        "field commit_period: is a field of aws_kinesis or a KCL setting; here: checkpoint.commit_period",
+		"streams: [a, 'foo:0']\nreader: polling":                                                  "field streams: foo:0 is neither a stream name",
+		"streams: [a]\nreader: kafka":                                                             "field reader: kafka is not one of efo, polling",
+		"streams: [a]\nreader: polling\nstart_from: oldest":                                       "field start_from: oldest is not one of latest, trim_horizon, at_timestamp",
+		"streams: [a]\nreader: polling\ncheckpoint: {commit_period: -1s}":                         "field checkpoint.commit_period: -1s is too short",
+		"streams: [a]\nreader: polling\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01":    "field start_timestamp: 2024-13-01 is neither an RFC 3339 time",
+		"streams: [a]\nreader: polling\npolling: {interval: 50ms}":                                "field polling.interval: 50ms is too short; expected at least 200ms",
 	}
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()
@@ -129,4 +135,22 @@ func TestLintRules(t *testing.T) {
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+func TestStartTimestampBackFromNow(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	got, err := parseStartTimestamp("-24h", now)
+	if err != nil || !got.Equal(now.Add(-24*time.Hour)) {
+		t.Fatalf("-24h: %v, %v", got, err)
+	}
+	if _, err := parseStartTimestamp("-1 day", now); err == nil || !strings.Contains(err.Error(), "field start_timestamp") {
+		t.Fatalf("-1 day: %v, want an error naming the field", err)
+	}
+	in, err := newTestInput(t, "streams: [a]\nreader: polling\nstart_from: at_timestamp\nstart_timestamp: -90m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(in.conf.StartTimestamp); d < 89*time.Minute || d > 91*time.Minute {
+		t.Fatalf("start_timestamp -90m is %v ago", d)
+	}
 }

@@ -1,6 +1,10 @@
 package input
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
@@ -133,7 +137,9 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 			service.NewStringListField(fStreams).
 				Description("The streams to read, by name or ARN. Several streams may be read at once; they must be in one region.").
 				Example([]string{"orders"}).
-				Example([]string{"arn:aws:kinesis:us-east-1:123456789012:stream/orders", "clicks"}),
+				Example([]string{"arn:aws:kinesis:us-east-1:123456789012:stream/orders", "clicks"}).
+				LintRule(`let s = this.string().trim()
+root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !$s.re_match("^arn:aws[a-zA-Z-]*:kinesis:[a-z0-9-]+:[0-9]{12}:stream/[a-zA-Z0-9_.-]{1,128}$") { [ "field streams: %v is neither a stream name (1 to 128 of a-z, A-Z, 0-9, '_', '.', '-') nor a stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME)".format($s) ] }`),
 			service.NewStringField(fRegion).
 				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
 				Default("").
@@ -161,18 +167,22 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				readerEFO:     "Enhanced Fan-Out: a registered stream consumer gets a dedicated 2 MiB/s per shard, records are pushed over HTTP/2 (about 70 ms propagation).",
 			}).
 				Description("How shards are read.").
-				Default(readerEFO),
+				Default(readerEFO).
+				LintRule(enumLint(fReader, readerEFO, readerPolling)),
 			service.NewStringAnnotatedEnumField(fStartFrom, map[string]string{
 				startLatest:      "Records that arrive after the input first starts.",
 				startTrimHorizon: "The oldest records the streams still retain.",
 				startAtTimestamp: "Records that arrived at or after `start_timestamp`.",
 			}).
 				Description("Where to start reading a shard that has no checkpoint.").
-				Default(startLatest),
+				Default(startLatest).
+				LintRule(enumLint(fStartFrom, startLatest, startTrimHorizon, startAtTimestamp)),
 			service.NewStringField(fStartTimestamp).
-				Description("With `start_from: at_timestamp`: an RFC 3339 time.").
+				Description("With `start_from: at_timestamp`: an RFC 3339 time, or a duration back from the input's first start (e.g. `-24h`), stored as the time it meant then.").
 				Default("").
-				Example("2024-05-01T00:00:00Z"),
+				Example("2024-05-01T00:00:00Z").
+				Example("-24h").
+				LintRule(`root = if this != "" && !this.re_match("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$") && !this.re_match("^-([0-9.]+(ns|us|µs|ms|s|m|h))+$") { [ "field start_timestamp: %v is neither an RFC 3339 time (e.g. 2024-05-01T00:00:00Z) nor a duration back from now (e.g. -24h)".format(this) ] }`),
 			service.NewObjectField(fEFO,
 				service.NewStringField(fEFOConsumerName).
 					Description("The name of the stream consumer (the same for every stream). Required unless `registration` is `none`. Every instance of one application uses the same name.").
@@ -184,7 +194,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					registrationNone:  "The consumer ARNs are given in `consumer_arns`; the input makes no consumer or stream description call at all. For very many instances, or credentials without describe rights.",
 				}).
 					Description("How the stream consumer is registered and found.").
-					Default(registrationLazy),
+					Default(registrationLazy).
+					LintRule(enumLint(fEFO+"."+fEFORegistration, registrationLazy, registrationEager, registrationNone)),
 				service.NewStringMapField(fEFOConsumerARNs).
 					Description("With `registration: none`: the consumer ARN of every stream, keyed by the stream as it is written in `streams`.").
 					Default(map[string]any{}).
@@ -197,10 +208,12 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 			service.NewObjectField(fPolling,
 				service.NewDurationField(fPollingInterval).
 					Description("The gap between two GetRecords calls on one shard; at least 200ms (Kinesis allows 5 calls per second per shard, shared by every polling consumer).").
-					Default("200ms"),
+					Default("200ms").
+					LintRule(durationAtLeast(fPolling+"."+fPollingInterval, 200, "200ms: Kinesis allows 5 GetRecords calls per second per shard")),
 				service.NewIntField(fPollingLimit).
 					Description("The most records one GetRecords call returns, 1 to 10000.").
-					Default(10000),
+					Default(10000).
+					LintRule(`root = if this < 1 || this > 10000 { [ "field polling.limit: %v is not within 1 to 10000 records per GetRecords call".format(this) ] }`),
 			).
 				Description("Settings of the `polling` reader.").
 				Advanced(),
@@ -210,10 +223,12 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 					Default(""),
 				service.NewIntField(fCheckpointLimit).
 					Description("The most unacknowledged records per shard; reading the shard pauses at this limit.").
-					Default(1024),
+					Default(1024).
+					LintRule(`root = if this < 1 { [ "field checkpoint.limit: %v: expected at least 1 unacknowledged record per shard".format(this) ] }`),
 				service.NewDurationField(fCheckpointCommitPeriod).
 					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
-					Default("1s"),
+					Default("1s").
+					LintRule(durationAtLeast(fCheckpoint+"."+fCheckpointCommitPeriod, 0.000001, "a positive duration, e.g. 1s")),
 				service.NewObjectField(fDynamo,
 					service.NewStringField(fDynamoTable).
 						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them."),
@@ -225,7 +240,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 						Default(""),
 					service.NewDurationField(fDynamoLeasePeriod).
 						Description("An instance that has not renewed a lease for this long loses it to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB writes and more slack for pauses. A dead instance's shards are read again within about 1.7 lease periods.").
-						Default("10s"),
+						Default("10s").
+						LintRule(durationAtLeast(fCheckpoint+"."+fDynamo+"."+fDynamoLeasePeriod, 1000, "1s")),
 					service.NewStringField(fDynamoInstanceID).
 						Description("The name of this instance in the table (`leaseOwner`). Empty: the host name and a random suffix, new at every start. Two running instances must never share one.").
 						Default("").
@@ -246,6 +262,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 			service.NewDurationField(fShardDiscoveryInterval).
 				Description("How often to list the shards of each stream, to find new ones after a reshard.").
 				Default("10s").
+				LintRule(durationAtLeast(fShardDiscoveryInterval, 1000, "1s")).
 				Advanced(),
 			service.NewBatchPolicyField(fBatching).
 				Description("How records of one shard are grouped into Benthos batches. Empty: each read (a GetRecords response or a fan-out event) becomes a batch of at most `checkpoint.limit` records, and while the pipeline is busy the shard's next reads join the batch waiting for it, up to that limit."),
@@ -258,21 +275,12 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 				Default(true),
 		).
 		Fields(movedFieldSpecs()...).
-		LintRule(movedLets+`let lease = this.checkpoint.dynamodb.lease_period.or("10s").string()
-let lease_ms = match {
-  $lease.re_match("^[0-9.]+ms$") => $lease.trim_suffix("ms").number(),
-  $lease.re_match("^[0-9.]+(us|µs)$") => $lease.trim_suffix("us").trim_suffix("µs").number() / 1000,
-  $lease.re_match("^[0-9.]+ns$") => $lease.trim_suffix("ns").number() / 1000000,
-  $lease.re_match("^[0-9.]+s$") => $lease.trim_suffix("s").number() * 1000,
-  _ => 1000,
-}.catch(1000)
-root = match {
+		LintRule(movedLets+`root = match {
 `+movedArm+`  this.start_from.or("latest") == "at_timestamp" && this.start_timestamp.or("") == "" => [ "field start_timestamp: start_from at_timestamp needs an RFC 3339 start_timestamp, e.g. 2024-05-01T00:00:00Z" ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") != "none" && this.efo.consumer_name.or("") == "" => [ "field efo.consumer_name: reader efo with registration %v needs a consumer name, e.g. my-app".format(this.efo.registration.or("lazy")) ],
   this.reader.or("efo") == "efo" && this.efo.registration.or("lazy") == "none" && this.efo.consumer_arns.or({}).length() == 0 => [ "field efo.consumer_arns: registration none needs the consumer ARN of every stream" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dir.or("") != "" => [ "field checkpoint.dir: is set together with checkpoint.dynamodb; with a lease table the checkpoints live in the table, so remove dir" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dynamodb.table.or("") == "" => [ "field checkpoint.dynamodb.table: a lease table needs a table name, e.g. orders-leases" ],
-  this.checkpoint.dynamodb.type() == "object" && $lease_ms < 1000 => [ "field checkpoint.dynamodb.lease_period: %v is too short; expected at least 1s".format(this.checkpoint.dynamodb.lease_period) ],
   this.start_from.or("latest") != "at_timestamp" && this.start_timestamp.or("") != "" => [ "field start_timestamp: is set but start_from is %v; set start_from: at_timestamp to use it".format(this.start_from.or("latest")) ],
 }`).
 		Example("Read by Enhanced Fan-Out",
@@ -309,4 +317,36 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// enumLint is the lint rule of an enum field: a value not among the options
+// is named with the field and every option (Benthos' own enum lint says
+// neither).
+func enumLint(field string, options ...string) string {
+	quoted := make([]string, len(options))
+	for i, o := range options {
+		quoted[i] = strconv.Quote(o)
+	}
+	return fmt.Sprintf(`root = if ![%s].contains(this) { [ "field %s: %%v is not one of %s".format(this) ] }`,
+		strings.Join(quoted, ", "), field, strings.Join(options, ", "))
+}
+
+// durationAtLeast is the lint rule of a duration field that must be at
+// least minMS milliseconds (Benthos' lint has no duration parser before the
+// pure components load, so the common forms are read here: a number and one
+// unit; anything else is left to the input's own check at start).
+func durationAtLeast(field string, minMS float64, expected string) string {
+	return fmt.Sprintf(`let v = this.string()
+let ms = match {
+  $v.has_prefix("-") => -1,
+  $v.re_match("^[0-9.]+ms$") => $v.trim_suffix("ms").number(),
+  $v.re_match("^[0-9.]+(us|µs)$") => $v.trim_suffix("us").trim_suffix("µs").number() / 1000,
+  $v.re_match("^[0-9.]+ns$") => $v.trim_suffix("ns").number() / 1000000,
+  $v.re_match("^[0-9.]+s$") => $v.trim_suffix("s").number() * 1000,
+  $v.re_match("^[0-9.]+m$") => $v.trim_suffix("m").number() * 60000,
+  $v.re_match("^[0-9.]+h$") => $v.trim_suffix("h").number() * 3600000,
+  $v == "0" => 0,
+  _ => 1000000000000,
+}.catch(1000000000000)
+root = if $ms < %s { [ "field %s: %%v is too short; expected at least %s".format($v) ] }`, strconv.FormatFloat(minMS, 'f', -1, 64), field, expected)
 }
