@@ -2,6 +2,7 @@ package input
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,10 +31,6 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	inputtest.CreateStream(t, k.Client(), "orders", 1)
-	file := filepath.Join(t.TempDir(), "a-file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name string
 		yaml string
@@ -41,8 +38,6 @@ func TestConnectErrorsNameWhatIsWrong(t *testing.T) {
 	}{
 		{"missing stream", localInput(k, "nope", t.TempDir(), ""),
 			[]string{"stream nope does not exist", "region us-east-1", "at endpoint " + k.Endpoint, "field streams"}},
-		{"unusable checkpoint dir", localInput(k, "orders", filepath.Join(file, "sub"), ""),
-			[]string{"field checkpoint.dir", filepath.Join(file, "sub"), "cannot be created"}},
 		{"refused connection", strings.Replace(localInput(k, "orders", t.TempDir(), ""), k.Endpoint, "http://127.0.0.1:1", 1),
 			[]string{"cannot reach Kinesis", "http://127.0.0.1:1", "stream orders", "connection refused"}},
 	}
@@ -128,4 +123,25 @@ func attemptTimes(t *testing.T, logs, what string) []time.Time {
 		stamps = append(stamps, at)
 	}
 	return stamps
+}
+
+// TestUnusableCheckpointDirFailsAtStart: a checkpoint directory that can
+// never serve (a file, or a path through a file) fails the input's
+// construction, which stops the binary with the message, instead of a
+// Connect retried for ever. (It was a Connect error before.)
+func TestUnusableCheckpointDirFailsAtStart(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{
+		{file, "is a file, not a directory"},
+		{filepath.Join(file, "sub"), "cannot be used"},
+	} {
+		_, err := newTestInput(t, fmt.Sprintf("streams: [orders]\nreader: polling\ncheckpoint: { dir: '%s' }", c.dir))
+		if err == nil || !strings.Contains(err.Error(), "field checkpoint.dir") || !strings.Contains(err.Error(), c.dir) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("checkpoint.dir %s: %v; want an error naming the field, the path and %q", c.dir, err, c.want)
+		}
+	}
 }

@@ -66,6 +66,13 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 	if err != nil {
 		return nil, err
 	}
+	if conf.Leases == nil {
+		// A directory that can never serve stops the binary at start with
+		// its message, rather than Connect retrying it for ever.
+		if err := checkpoint.CheckDir(conf.CheckpointDir); err != nil {
+			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kinesisInput{
 		conf:    conf,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBinaryCommands checks that the binary behaves as any Benthos binary
@@ -93,5 +94,47 @@ output:
 				t.Errorf("%v: output shows %q:\n%s", c.args, n, out)
 			}
 		}
+	}
+}
+
+// TestUnusableCheckpointDirStopsTheBinary: a checkpoint directory that can
+// never serve (a file in its place) stops the binary at start with its
+// message and a non-zero exit, instead of being retried for ever.
+func TestUnusableCheckpointDirStopsTheBinary(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "not-a-dir")
+	os.WriteFile(file, []byte("x"), 0o644)
+	config := filepath.Join(dir, "c.yaml")
+	os.WriteFile(config, []byte(`
+http: { enabled: false }
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    region: us-east-1
+    reader: polling
+    checkpoint: { dir: `+file+` }
+output:
+  drop: {}
+`), 0o644)
+	cmd := exec.Command(bin, "run", config)
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the binary still runs 20 s after starting with a file as checkpoint.dir")
+	}
+	if err == nil {
+		t.Fatalf("the binary exited 0; output:\n%s", out)
+	}
+	if !strings.Contains(string(out), "field checkpoint.dir") || !strings.Contains(string(out), "is a file, not a directory") {
+		t.Fatalf("the binary's output does not say what is wrong:\n%s", out)
 	}
 }

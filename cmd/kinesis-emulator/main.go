@@ -28,15 +28,41 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h and -help asked for the usage, which was written: no error.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "kinesis-emulator:", err)
 		os.Exit(2)
 	}
 }
 
+// usage is what -h prints before the flags.
+const usage = `kinesis-emulator runs a local Kinesis Data Streams for development and
+demos: the fake Kinesis the tests use, serving the control plane, GetRecords
+and SubscribeToShard (Enhanced Fan-Out) as AWS does, with AWS's quotas.
+
+It prints its endpoint URL as the first line on stdout once ready, logs to
+stderr, keeps its data in memory only, and stops on SIGINT or SIGTERM. It
+accepts any credentials (give the input static ones, e.g. id: local,
+secret: local). Plain HTTP on 127.0.0.1:4568 by default; -tls serves HTTPS
+with HTTP/2, as AWS serves fan-out (-tls-cert-file writes the certificate
+for the client to trust).
+
+  kinesis-emulator -streams orders:4
+  kinesis-emulator -tls -tls-cert-file ca.pem -streams orders:4 -produce orders:20
+
+Flags:
+`
+
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kinesis-emulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	var (
 		listen     = fs.String("listen", "127.0.0.1:4568", "address to listen on")
 		streams    = fs.String("streams", "", "streams to create, e.g. orders:4,clicks:2 (name:shards)")

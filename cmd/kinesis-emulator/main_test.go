@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -97,5 +100,19 @@ func TestEmulatorRunsAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "op=ListStreams") || !strings.Contains(stderr.String(), "stopping") {
 		t.Fatalf("log lacks the calls or the stop: %s", stderr.String())
+	}
+}
+
+// TestHelp: -h describes the tool and every flag, and is not an error.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	err := run([]string{"-h"}, io.Discard, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp (main exits 0 on it)", err)
+	}
+	for _, want := range []string{"kinesis-emulator runs a local Kinesis", "any credentials", "-produce", "-tls-cert-file", "-streams"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -45,6 +45,33 @@ func OpenFile(dir string) (*File, error) {
 	return &File{dir: dir, locks: map[string]*os.File{}}, nil
 }
 
+// CheckDir reports, without creating anything, whether dir cannot serve as
+// a store whatever happens next: a file in its place, or a directory this
+// process cannot write to. A directory that does not exist yet is no
+// error (OpenFile creates it).
+func CheckDir(dir string) error {
+	if dir == "" {
+		return errors.New("checkpoint directory is empty")
+	}
+	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint directory %q cannot be used: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("checkpoint directory %q is a file, not a directory: point dir at a directory (it is created if missing)", dir)
+	}
+	probe, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint directory %q is not writable by this process: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
 // Path returns the file that holds a stream's checkpoints.
 func (f *File) Path(streamARN string) string {
 	return filepath.Join(f.dir, fileName(streamARN))
