@@ -179,6 +179,8 @@ func DescribeStream(ctx context.Context, client *kinesis.Client, ref StreamRef, 
 	out, err := client.DescribeStreamSummary(ctx, in)
 	if err != nil {
 		switch {
+		case awserr.NoCredentials(err):
+			return Stream{}, fmt.Errorf("describing stream %s in %s: %s: %w", ref, where, awserr.NoCredentialsHint, err)
 		case awserr.Is(err, "ResourceNotFoundException"):
 			return Stream{}, fmt.Errorf("stream %s does not exist in %s: create it or fix %s", ref, where, fix)
 		case awserr.Is(err, "AccessDeniedException"):

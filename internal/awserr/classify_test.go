@@ -87,3 +87,14 @@ func TestDecide(t *testing.T) {
 		}
 	}
 }
+
+func TestNoCredentials(t *testing.T) {
+	err := errors.New("operation error Kinesis: DescribeStreamSummary, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found")
+	d := Decide("DescribeStreamSummary", err)
+	if !NoCredentials(err) || d.Class != Fatal || !strings.Contains(d.Hint, "AWS_ACCESS_KEY_ID") {
+		t.Fatalf("no credentials: %v %+v", NoCredentials(err), d)
+	}
+	if NoCredentials(errors.New("AccessDeniedException: not authorized")) {
+		t.Fatal("access denied taken for missing credentials")
+	}
+}

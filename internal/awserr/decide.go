@@ -24,6 +24,9 @@ type Decision struct {
 // Decide decides about err, returned by the Kinesis operation op (e.g.
 // "GetRecords").
 func Decide(op string, err error) Decision {
+	if NoCredentials(err) {
+		return Decision{Class: Fatal, Hint: NoCredentialsHint}
+	}
 	d := Decision{Class: Classify(err)}
 	d.Counts = d.Class == Retryable || (d.Class == Throttled && op == "SubscribeToShard")
 	d.Hint = hint(op, Code(err))
@@ -62,4 +65,14 @@ func hint(op, code string) string {
 		return "kept hitting the SubscribeToShard limit of 1 call per second per shard and consumer: is another process subscribing with this consumer?"
 	}
 	return ""
+}
+
+// NoCredentialsHint says how to give credentials when the SDK found none.
+const NoCredentialsHint = "no AWS credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile of the shared config), or the credentials fields (id and secret, profile, role), or run where an instance, container or pod role applies; a local emulator takes any static credentials, e.g. id: local, secret: local"
+
+// NoCredentials reports whether err is the SDK failing to find credentials
+// (every provider of its chain tried, the last one usually the instance
+// metadata service), before any call reached AWS.
+func NoCredentials(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "get credentials: ")
 }
