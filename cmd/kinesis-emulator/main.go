@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		region     = fs.String("region", "us-east-1", "region in ARNs")
 		account    = fs.String("account", "000000000000", "account id in ARNs")
 		logLevel   = fs.String("log-level", "info", "debug (every call), info, warn or error")
-		produce    = fs.String("produce", "", "write demo order events to a stream, e.g. orders:20 (stream:events per second); every tenth write is a KPL aggregate")
+		produce    = fs.String("produce", "", "write demo order events to a stream, e.g. orders:20 (stream:events per second, exactly); once a second a write is a KPL aggregate of up to 5 events of several keys bound for one shard, as the KPL writes them")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err

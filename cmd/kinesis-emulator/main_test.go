@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 )
 
 // TestMain lets the test binary act as the emulator, so that the end-to-end
@@ -114,5 +117,70 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-h lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestProduceRateAndAggregates: -produce stream:N writes N events a second
+// (ten ticks), aggregates counted by their events, and each aggregate holds
+// events of several partition keys that all map to the shard it is in, as
+// the KPL lays them out.
+func TestProduceRateAndAggregates(t *testing.T) {
+	srv, err := kinesisfake.New(kinesisfake.Stream("orders", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	p, err := parseProduce("orders:20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.loop(ctx, srv, slog.New(slog.DiscardHandler), ticks); close(done) }()
+	for range 20 { // two seconds
+		ticks <- time.Time{}
+	}
+	cancel()
+	<-done
+
+	shards, err := srv.Shards("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, aggregates, keysInAggregates := 0, 0, map[string]bool{}
+	for _, sh := range shards {
+		r, err := kpl.ParseHashKeyRange(*sh.HashKeyRange.StartingHashKey, *sh.HashKeyRange.EndingHashKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := srv.ShardRecords("orders", *sh.ShardId)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			users, aggregated, err := kpl.Unpack(nil, rec.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !aggregated {
+				events++
+				continue
+			}
+			aggregates++
+			events += len(users)
+			for _, u := range users {
+				keysInAggregates[u.PartitionKey] = true
+				if !r.Contains(kpl.PartitionHashKey(u.PartitionKey)) {
+					t.Errorf("aggregate in shard %s holds a user record of key %s, which maps to another shard", *sh.ShardId, u.PartitionKey)
+				}
+			}
+		}
+	}
+	if events != 40 {
+		t.Errorf("20 ticks at 20 events/s wrote %d events, want 40", events)
+	}
+	if aggregates == 0 || len(keysInAggregates) <= aggregates {
+		t.Errorf("%d aggregates with %d distinct keys: want aggregates of several keys each", aggregates, len(keysInAggregates))
 	}
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // producer writes demo order events into a stream of the emulator at a
-// steady rate; every tenth write is a KPL aggregate of several events, as a
-// producer using the Kinesis Producer Library would write them.
+// steady rate; once a second a write is a KPL aggregate of several events,
+// laid out as a producer using the Kinesis Producer Library writes them.
 type producer struct {
 	stream string
 	rate   int // events per second
@@ -42,31 +42,44 @@ type orderEvent struct {
 	At       string  `json:"at"`
 }
 
-// run writes until ctx ends.
+// aggregateSize is how many events a KPL aggregate of the demo holds.
+const aggregateSize = 5
+
+// run writes until ctx ends: rate events a second, in ten steps a second
+// (the fraction carried over, so that the rate is exact over a second); the
+// first write of every tenth step is a KPL aggregate of up to aggregateSize
+// events, which count toward the rate like the others.
 func (p *producer) run(ctx context.Context, srv *kinesisfake.Server, log *slog.Logger) {
 	tick := time.NewTicker(time.Second / 10)
 	defer tick.Stop()
-	perTick := max(1, p.rate/10)
+	p.loop(ctx, srv, log, tick.C)
+}
+
+// loop is run with the ticks (ten a second) given.
+func (p *producer) loop(ctx context.Context, srv *kinesisfake.Server, log *slog.Logger, ticks <-chan time.Time) {
 	id := 0
-	next := func() (string, []byte) {
+	next := func(customer string) []byte {
 		id++
-		customer := fmt.Sprintf("customer-%03d", rand.IntN(200))
 		data, _ := json.Marshal(orderEvent{OrderID: id, Customer: customer, Amount: float64(rand.IntN(100000)) / 100, At: time.Now().UTC().Format(time.RFC3339Nano)})
-		return customer, data
+		return data
 	}
-	for writes := 0; ; writes++ {
+	due := 0.0 // events due and not yet written
+	for tick := 0; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-ticks:
 		}
-		for range perTick {
+		due += float64(p.rate) / 10
+		for first := true; due >= 1; first = false {
 			var err error
-			if writes%10 == 9 {
-				err = p.putAggregate(srv, next)
+			if n := min(aggregateSize, int(due)); first && tick%10 == 9 && n >= 2 {
+				err = p.putAggregate(srv, n, next)
+				due -= float64(n)
 			} else {
-				pk, data := next()
-				_, _, err = srv.Put(p.stream, pk, data)
+				customer := randomCustomer()
+				_, _, err = srv.Put(p.stream, customer, next(customer))
+				due--
 			}
 			if err != nil {
 				if ctx.Err() == nil {
@@ -78,17 +91,26 @@ func (p *producer) run(ctx context.Context, srv *kinesisfake.Server, log *slog.L
 	}
 }
 
-// putAggregate writes five events as one KPL aggregated record. They share
-// one partition key, so they belong to the shard the aggregate lands on.
-func (p *producer) putAggregate(srv *kinesisfake.Server, next func() (string, []byte)) error {
-	var users []kpl.UserRecord
-	pk := ""
-	for range 5 {
-		k, data := next()
-		if pk == "" {
-			pk = k
+func randomCustomer() string { return fmt.Sprintf("customer-%03d", rand.IntN(200)) }
+
+// putAggregate writes n events as one KPL aggregated record, as the KPL
+// lays them out: events of distinct partition keys that all map to one
+// shard (the shard of the aggregate's own partition key, its first
+// event's), each keeping its key.
+func (p *producer) putAggregate(srv *kinesisfake.Server, n int, next func(string) []byte) error {
+	first := randomCustomer()
+	shardRange, err := p.rangeOf(srv, kpl.PartitionHashKey(first))
+	if err != nil {
+		return err
+	}
+	users := []kpl.UserRecord{{PartitionKey: first, Data: next(first)}}
+	taken := map[string]bool{first: true}
+	for len(users) < n {
+		c := randomCustomer()
+		if !taken[c] && shardRange.Contains(kpl.PartitionHashKey(c)) {
+			taken[c] = true
+			users = append(users, kpl.UserRecord{PartitionKey: c, Data: next(c)})
 		}
-		users = append(users, kpl.UserRecord{PartitionKey: pk, Data: data})
 	}
 	agg, err := kpl.Pack(users)
 	if err != nil {
@@ -96,4 +118,25 @@ func (p *producer) putAggregate(srv *kinesisfake.Server, next func() (string, []
 	}
 	_, _, err = srv.Put(p.stream, agg.PartitionKey, agg.Data)
 	return err
+}
+
+// rangeOf returns the hash key range of the open shard that holds k.
+func (p *producer) rangeOf(srv *kinesisfake.Server, k kpl.HashKey) (kpl.HashKeyRange, error) {
+	shards, err := srv.Shards(p.stream)
+	if err != nil {
+		return kpl.HashKeyRange{}, err
+	}
+	for _, sh := range shards {
+		if sh.SequenceNumberRange != nil && sh.SequenceNumberRange.EndingSequenceNumber != nil {
+			continue // closed
+		}
+		r, err := kpl.ParseHashKeyRange(*sh.HashKeyRange.StartingHashKey, *sh.HashKeyRange.EndingHashKey)
+		if err != nil {
+			return kpl.HashKeyRange{}, err
+		}
+		if r.Contains(k) {
+			return r, nil
+		}
+	}
+	return kpl.HashKeyRange{}, fmt.Errorf("no open shard of stream %s holds hash key %s", p.stream, k)
 }
