@@ -988,3 +988,33 @@ func (c *leaseCluster) checkExactlyOnceInOrder(want inputtest.Produced) {
 	}
 	c.t.Logf("all %d records exactly once: %s", len(want), strings.Join(counts, ", "))
 }
+
+// startFlowing starts a cluster of o with 500 records written before its
+// processes start and 300 a second after, and waits until the shards are
+// spread.
+func startFlowing(t *testing.T, o leaseOpts) (*leaseCluster, *leaseProducer) {
+	t.Helper()
+	c := newLeaseCluster(t, o)
+	prod := c.producer()
+	prod.put(500)
+	c.startAll()
+	start := time.Now()
+	prod.start(300)
+	c.waitSpread(start)
+	return c, prod
+}
+
+// disrupt waits until process i has output 300 records, then does act to it
+// (what names it), and returns when, the table at that moment, and the
+// shards it owned; it fails the test when it owned none.
+func (c *leaseCluster) disrupt(i int, what string, act func(int)) (at time.Time, table leaseTable, lost []string) {
+	c.t.Helper()
+	c.waitLines(i, 300, 20*time.Second)
+	at = time.Now()
+	act(i)
+	table, lost = c.lostBy(c.id(i))
+	if len(lost) == 0 {
+		c.t.Fatalf("%s owned no shard at the %s; the table:\n%s", c.id(i), what, table)
+	}
+	return at, table, lost
+}

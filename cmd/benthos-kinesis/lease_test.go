@@ -99,23 +99,11 @@ func testSIGKILLTakeover(t *testing.T, leasePeriod time.Duration) {
 	if testing.Short() {
 		t.Skip("runs 3 processes of the binary with dynalite")
 	}
-	c := newLeaseCluster(t, leaseOpts{shards: 16, procs: 3, period: leasePeriod})
-	prod := c.producer()
-	prod.put(500)
-	c.startAll()
-	start := time.Now()
-	prod.start(300)
-	c.waitSpread(start)
+	c, prod := startFlowing(t, leaseOpts{shards: 16, procs: 3, period: leasePeriod})
 
 	const victim = 1
 	victimID := c.id(victim)
-	c.waitLines(victim, 300, 20*time.Second)
-	killAt := time.Now()
-	c.kill(victim)
-	atKill, lost := c.lostBy(victimID)
-	if len(lost) == 0 {
-		t.Fatalf("%s owned no shard at the kill; the table:\n%s", victimID, atKill)
-	}
+	killAt, atKill, lost := c.disrupt(victim, "kill", c.kill)
 	cps := atKill.checkpoints()
 
 	bound := 2*leasePeriod + leaseTakeoverAllowance
@@ -275,23 +263,11 @@ func TestLeasesSIGSTOPFenced(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the state of the stopped process from /proc")
 	}
-	c := newLeaseCluster(t, leaseOpts{shards: 16, procs: 3})
-	prod := c.producer()
-	prod.put(500)
-	c.startAll()
-	start := time.Now()
-	prod.start(300)
-	c.waitSpread(start)
+	c, prod := startFlowing(t, leaseOpts{shards: 16, procs: 3})
 
 	const sleeper = 1
 	sleeperID := c.id(sleeper)
-	c.waitLines(sleeper, 300, 20*time.Second)
-	stopAt := time.Now()
-	c.freeze(sleeper)
-	atStop, lost := c.lostBy(sleeperID)
-	if len(lost) == 0 {
-		t.Fatalf("%s owned no shard at the stop; the table:\n%s", sleeperID, atStop)
-	}
+	stopAt, atStop, lost := c.disrupt(sleeper, "stop", c.freeze)
 	cps := atStop.checkpoints()
 	linesAtStop := memCountLines(t, c.run(sleeper).out)
 
