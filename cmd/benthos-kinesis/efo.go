@@ -23,16 +23,8 @@ import (
 // lists and deregisters stream consumers, for the eager registration strategy
 // (register once, outside the pipelines) and for operators.
 func efoCommand() *cli.Command {
-	common := []cli.Flag{
-		&cli.StringFlag{Name: "stream", Usage: "the stream, by name or ARN", Required: true},
-		&cli.StringFlag{Name: "region", Usage: "the AWS region (default: the stream ARN's, else the AWS SDK's)"},
-		&cli.StringFlag{Name: "endpoint", Usage: "a custom Kinesis endpoint URL, e.g. http://127.0.0.1:4568"},
-		&cli.StringFlag{Name: "ca-file", Usage: "a PEM file of certificate authorities to trust for the endpoint (default: the system's)"},
-		&cli.StringFlag{Name: "profile", Usage: "a profile of the shared AWS config"},
-		&cli.StringFlag{Name: "role", Usage: "the ARN of a role to assume"},
-		&cli.StringFlag{Name: "role-external-id", Usage: "the external id to present when assuming the role"},
-	}
-	named := append([]cli.Flag{&cli.StringFlag{Name: "consumer-name", Usage: "the stream consumer's name", Required: true}}, common...)
+	common := streamFlags()
+	named := append([]cli.Flag{&cli.StringFlag{Name: "consumer-name", Usage: "the stream consumer's name (required)", Required: true}}, common...)
 	timeout := &cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "how long to wait for the consumer to become ACTIVE"}
 	return &cli.Command{
 		Name:  "efo",
@@ -44,39 +36,54 @@ func efoCommand() *cli.Command {
 				Name:   "register",
 				Usage:  "Register a consumer if it is absent, wait until it is ACTIVE and print its ARN",
 				Flags:  append(named, timeout),
-				Action: efoAction(registerAction),
+				Action: streamAction(registerAction),
 			},
 			{
 				Name:   "describe",
 				Usage:  "Print a consumer as JSON",
 				Flags:  named,
-				Action: efoAction(describeAction),
+				Action: streamAction(describeAction),
 			},
 			{
 				Name:   "list",
 				Usage:  "List the consumers of a stream: name, status, ARN",
 				Flags:  common,
-				Action: efoAction(listAction),
+				Action: streamAction(listAction),
 			},
 			{
 				Name:   "deregister",
 				Usage:  "Deregister a consumer (every reader using it loses its subscriptions)",
 				Flags:  named,
-				Action: efoAction(deregisterAction),
+				Action: streamAction(deregisterAction),
 			},
 		},
 	}
 }
 
-// efoTarget is what every efo subcommand works on.
-type efoTarget struct {
+// streamFlags are the flags that find a stream and reach AWS.
+func streamFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "stream", Usage: "the stream, by name or ARN (required)", Required: true},
+		&cli.StringFlag{Name: "region", Usage: "the AWS region (default: the stream ARN's, else the AWS SDK's)"},
+		&cli.StringFlag{Name: "endpoint", Usage: "a custom Kinesis endpoint URL, e.g. http://127.0.0.1:4568"},
+		&cli.StringFlag{Name: "ca-file", Usage: "a PEM file of certificate authorities to trust for the endpoint (default: the system's)"},
+		&cli.StringFlag{Name: "profile", Usage: "a profile of the shared AWS config"},
+		&cli.StringFlag{Name: "role", Usage: "the ARN of a role to assume"},
+		&cli.StringFlag{Name: "role-external-id", Usage: "the external id to present when assuming the role"},
+	}
+}
+
+// streamTarget is what the efo and checkpoint subcommands work on: a
+// stream found by its name or ARN, with the AWS configuration that reached it.
+type streamTarget struct {
+	cfg       aws.Config
 	client    *kinesis.Client
 	streamARN string
 	name      string
 	out       io.Writer
 }
 
-func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) cli.ActionFunc {
+func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		ctx := c.Context
 		ref, arnRegion, err := awsclient.ParseStreamRef(c.String("stream"))
@@ -114,7 +121,7 @@ func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) 
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		t := efoTarget{client: client, streamARN: desc.ARN, name: c.String("consumer-name"), out: c.App.Writer}
+		t := streamTarget{cfg: cfg, client: client, streamARN: desc.ARN, name: c.String("consumer-name"), out: c.App.Writer}
 		if err := fn(ctx, c, t); err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -122,7 +129,7 @@ func efoAction(fn func(ctx context.Context, c *cli.Context, t efoTarget) error) 
 	}
 }
 
-func registerAction(ctx context.Context, c *cli.Context, t efoTarget) error {
+func registerAction(ctx context.Context, c *cli.Context, t streamTarget) error {
 	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, efo.WaitOptions{Timeout: c.Duration("timeout")})
 	if err != nil {
 		return err
@@ -131,7 +138,7 @@ func registerAction(ctx context.Context, c *cli.Context, t efoTarget) error {
 	return err
 }
 
-func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+func describeAction(ctx context.Context, _ *cli.Context, t streamTarget) error {
 	d, err := efo.Lookup(ctx, t.client, t.streamARN, t.name)
 	if err != nil {
 		return err
@@ -147,7 +154,7 @@ func describeAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
 	})
 }
 
-func listAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+func listAction(ctx context.Context, _ *cli.Context, t streamTarget) error {
 	p := kinesis.NewListStreamConsumersPaginator(t.client, &kinesis.ListStreamConsumersInput{StreamARN: aws.String(t.streamARN)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -163,7 +170,7 @@ func listAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
 	return nil
 }
 
-func deregisterAction(ctx context.Context, _ *cli.Context, t efoTarget) error {
+func deregisterAction(ctx context.Context, _ *cli.Context, t streamTarget) error {
 	d, err := efo.Lookup(ctx, t.client, t.streamARN, t.name)
 	if err != nil {
 		return err

@@ -32,5 +32,6 @@ func main() {
 		service.CLIOptSetDocumentationURL("https://github.com/benthos-kinesis/benthos-kinesis"),
 		service.CLIOptSetVersion(version, dateBuilt),
 		service.CLIOptAddCommand(efoCommand()),
+		service.CLIOptAddCommand(checkpointCommand()),
 	)
 }

@@ -103,6 +103,17 @@ func (f *File) Load(_ context.Context, streamARN string) (Stream, error) {
 	if err := f.lock(path); err != nil {
 		return Stream{}, err
 	}
+	return readFile(path, streamARN)
+}
+
+// Read reads the checkpoints of a stream in the store directory dir without
+// taking its lock, for a look while a pipeline may run (each save replaces
+// the file whole, so a read sees one save or the one before).
+func Read(dir, streamARN string) (Stream, error) {
+	return readFile(filepath.Join(dir, fileName(streamARN)), streamARN)
+}
+
+func readFile(path, streamARN string) (Stream, error) {
 	empty := Stream{ARN: streamARN, Shards: map[string]Checkpoint{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

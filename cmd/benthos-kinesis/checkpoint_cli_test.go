@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// TestCheckpointShow: `checkpoint show` prints every shard's position,
+// start and owner, from the local store (without its lock, while a pipeline
+// holds it) and from a lease table, as a table and as JSON.
+func TestCheckpointShow(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arn := srv.StreamARN("orders")
+	show := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, args...)...)
+		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// The local store, locked by an open store as by a running pipeline.
+	cpDir := filepath.Join(dir, "cp")
+	store, err := checkpoint.OpenFile(cpDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	st := checkpoint.Stream{ARN: arn, Shards: map[string]checkpoint.Checkpoint{
+		"shardId-000000000000": {Start: checkpoint.Start{Kind: "AT_TIMESTAMP", Timestamp: &ts}, Position: &checkpoint.Position{Sequence: "4901", SubSequence: 3, Partial: true}},
+		"shardId-000000000001": {Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true},
+	}}
+	if _, err := store.Load(t.Context(), arn); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	out, err := show("--dir", cpDir)
+	if err != nil {
+		t.Fatalf("show --dir: %v\n%s", err, out)
+	}
+	for _, want := range []string{"SHARD", "shardId-000000000000  4901/3", "AT_TIMESTAMP 2026-12-01T00:00:00.000Z", "shardId-000000000001  SHARD_END"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show --dir lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A lease table, as JSON.
+	d := emulator.Dynalite(t)
+	tb, err := lease.Open(t.Context(), d.Client(), "leases", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err = tb.Take(t.Context(), it, "worker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := checkpoint.Position{Sequence: "4999"}
+	if _, err := tb.Hold(t.Context(), arn, it.ShardID, "worker-a", it.Counter, lease.Write{Checkpoint: &checkpoint.Checkpoint{Position: &pos}, KeepAsked: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = show("--table", "leases", "--dynamodb-endpoint", d.Endpoint, "--json")
+	if err != nil {
+		t.Fatalf("show --table: %v\n%s", err, out)
+	}
+	var got struct {
+		StreamARN string     `json:"stream_arn"`
+		Shards    []shardRow `json:"shards"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("show --json printed no JSON (%v):\n%s", err, out)
+	}
+	want := shardRow{Shard: "shardId-000000000000", Position: "4999", Start: "TRIM_HORIZON", Owner: "worker-a", Counter: 2}
+	if got.StreamARN != arn || len(got.Shards) != 1 || got.Shards[0] != want {
+		t.Fatalf("show --table --json: %+v, want %s and %+v", got, arn, want)
+	}
+
+	if out, err := show(); err == nil || !strings.Contains(out, "give the store: --dir") {
+		t.Fatalf("show without a store: %v\n%s", err, out)
+	}
+	if out, err := show("--table", "missing", "--dynamodb-endpoint", d.Endpoint); err == nil || !strings.Contains(out, `"missing" does not exist`) {
+		t.Fatalf("show of a missing table: %v\n%s", err, out)
+	}
+}
