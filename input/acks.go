@@ -27,9 +27,9 @@ import (
 type ackTracker struct {
 	limit  int
 	strict bool
-	// report, when set, is told of every change of behind, under the lock
-	// (so a gauge never ends on a stale value).
-	report func(behind int)
+	// report, when set, is told of every change of behind and pending,
+	// under the lock (so a gauge never ends on a stale value).
+	report func(behind, pending int)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever pending drops
@@ -166,6 +166,7 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 		return checkpoint.Position{}, false // resolved twice: ignore
 	}
 	t.pending -= e.n
+	t.reportCounts()
 	close(t.changed)
 	t.changed = make(chan struct{})
 	if err != nil {
@@ -217,8 +218,13 @@ func (t *ackTracker) freezeAt(e *tracked) {
 // addBehind changes behind by n. Must hold t.mu.
 func (t *ackTracker) addBehind(n int) {
 	t.behind += n
+	t.reportCounts()
+}
+
+// reportCounts tells report the records behind and pending. Must hold t.mu.
+func (t *ackTracker) reportCounts() {
 	if t.report != nil {
-		t.report(t.behind)
+		t.report(t.behind, t.pending)
 	}
 }
 

@@ -16,6 +16,9 @@ type metrics struct {
 	subscribeErrs  *service.MetricCounter // stream, shard, class
 	outOfRange     *service.MetricCounter // stream, shard
 	pastCheckpoint *service.MetricGauge   // stream, shard
+	unacknowledged *service.MetricGauge   // stream, shard: records handed out, not yet acknowledged
+	// streamBehind is the most millis behind latest over a stream's shards.
+	streamBehind *service.MetricGauge // stream
 	// expired counts starts refused because their record passed the
 	// retention period (the shard is then read from TRIM_HORIZON).
 	expired *service.MetricCounter // stream, shard
@@ -43,6 +46,8 @@ func newMetrics(m *service.Metrics) *metrics {
 		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
 		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
 		pastCheckpoint: m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
+		unacknowledged: m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
+		streamBehind:   m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
 		expired:        m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
 
 		leasesTaken:      m.NewCounter("kinesis_leases_taken", "stream"),

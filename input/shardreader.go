@@ -71,8 +71,9 @@ func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, e
 		conv:    newConverter(s, info, cp.Position),
 	}
 	r.tracker.strict = s.in.conf.StrictOrder
-	r.tracker.report = func(behind int) {
+	r.tracker.report = func(behind, pending int) {
 		s.in.metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
+		s.in.metrics.unacknowledged.Set(int64(pending), s.name, info.id)
 	}
 	r.warnBehind = behindWarnFactor * r.tracker.limit
 	if cp.Position != nil {
@@ -282,8 +283,8 @@ func (r *shardReader) checkpointExpired(from shard.Start) {
 
 // handle turns a publisher batch into messages and emits them.
 func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
-	stream, id := r.s.name, r.info.id
-	r.s.in.metrics.millisBehind.Set(b.MillisBehindLatest, stream, id)
+	id := r.info.id
+	r.s.setBehind(id, b.MillisBehindLatest)
 	if len(b.Records) == 0 {
 		return nil
 	}
@@ -433,7 +434,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 				more = nil // the run loop sees the close next
 				continue
 			}
-			r.s.in.metrics.millisBehind.Set(b.MillisBehindLatest, r.s.name, r.info.id)
+			r.s.setBehind(r.info.id, b.MillisBehindLatest)
 			if b.End {
 				end := b
 				r.end, more = &end, nil
@@ -514,8 +515,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 	r.s.in.log.Debugf("stream %s shard %s: read to its end", r.s.name, r.info.id)
 	// Benthos' metrics API cannot remove a series: a finished shard's gauges
 	// go to zero, so that no dashboard shows lag of a shard that is done.
-	r.s.in.metrics.millisBehind.Set(0, r.s.name, r.info.id)
-	r.s.in.metrics.pastCheckpoint.Set(0, r.s.name, r.info.id)
+	r.s.zeroShardGauges(r.info.id)
 	ev.ended = true
 	for _, c := range b.ChildShards {
 		ev.children = append(ev.children, childShardInfo(c))

@@ -76,9 +76,46 @@ type streamReader struct {
 	// leasesStarted is set once the first lease cycle ran.
 	leasesStarted bool
 
+	// behind is each reading shard's millis behind latest, for the
+	// stream's gauge.
+	behindMu sync.Mutex
+	behind   map[string]int64
+
 	// outOfRangeWarned holds the shards whose aggregates were found to hold
 	// user records of another shard's hash key range: said once per shard.
 	outOfRangeWarned sync.Map
+}
+
+// setBehind records how far a shard's reader is behind the tip of its
+// shard (ms < 0: the shard is finished), and sets the shard's gauge and the
+// stream's, the most of its shards.
+func (s *streamReader) setBehind(shardID string, ms int64) {
+	s.behindMu.Lock()
+	defer s.behindMu.Unlock()
+	if s.behind == nil {
+		s.behind = map[string]int64{}
+	}
+	if ms < 0 {
+		delete(s.behind, shardID)
+		ms = 0
+	} else {
+		s.behind[shardID] = ms
+	}
+	s.in.metrics.millisBehind.Set(ms, s.name, shardID)
+	var most int64
+	for _, v := range s.behind {
+		most = max(most, v)
+	}
+	s.in.metrics.streamBehind.Set(most, s.name)
+}
+
+// zeroShardGauges sets the gauges of a shard this instance no longer reads
+// (finished, or its lease gone) to zero: Benthos' metrics API cannot remove
+// a series, and no dashboard should show lag of a shard read elsewhere.
+func (s *streamReader) zeroShardGauges(shardID string) {
+	s.setBehind(shardID, -1)
+	s.in.metrics.pastCheckpoint.Set(0, s.name, shardID)
+	s.in.metrics.unacknowledged.Set(0, s.name, shardID)
 }
 
 // warnOutOfRange reports whether the shard's first user record outside its
@@ -410,6 +447,9 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 			ev := r.run(rctx)
 			if l != nil && l.readerEnded(id, gen) {
 				s.handOver(ctx, r)
+			}
+			if l != nil && !l.holds(id, time.Now()) {
+				s.zeroShardGauges(id) // read elsewhere now
 			}
 			select {
 			case s.events <- ev:

@@ -84,7 +84,7 @@ logger: { level: warn }
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, want := range []string{"# TYPE kinesis_records_read counter", "# TYPE kinesis_millis_behind_latest gauge", "input_received", "process_resident_memory_bytes", "go_goroutines"} {
+	for _, want := range []string{"# TYPE kinesis_records_read counter", "# TYPE kinesis_millis_behind_latest gauge", "# TYPE kinesis_stream_millis_behind_latest gauge", "# TYPE kinesis_records_unacknowledged gauge", "input_received", "process_resident_memory_bytes", "go_goroutines"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(page) {
 			t.Errorf("/metrics lacks %q", want)
 		}
