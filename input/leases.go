@@ -122,18 +122,6 @@ func (l *leases) readerEnded(shardID string, gen int64) (handingOver bool) {
 	return false
 }
 
-// expiry returns when the lease of the reader of generation gen lapses (the
-// zero time when it is not that reader's any more).
-func (l *leases) expiry(shardID string, gen int64) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h, ok := l.held[shardID]
-	if !ok || h.gen != gen {
-		return time.Time{}
-	}
-	return h.renewed.Add(l.period)
-}
-
 // current reports whether gen is the generation of the reader of a held
 // shard: only that reader's acknowledgements move the checkpoint.
 func (l *leases) current(shardID string, gen int64) bool {
@@ -143,13 +131,17 @@ func (l *leases) current(shardID string, gen int64) bool {
 	return ok && gen != 0 && h.gen == gen
 }
 
-// readable reports whether the reader of generation gen may hand out
-// records: its lease is held and was renewed within the lease period.
-func (l *leases) readable(shardID string, gen int64) bool {
+// readableFor reports how long the reader of generation gen may still hand
+// out records: while its lease is held, not being handed over, and renewed
+// within the lease period. Not positive: no longer.
+func (l *leases) readableFor(shardID string, gen int64) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h, ok := l.held[shardID]
-	return ok && h.gen == gen && h.handoff == "" && time.Since(h.renewed) < l.period
+	if !ok || h.gen != gen || h.handoff != "" {
+		return 0
+	}
+	return time.Until(h.renewed.Add(l.period))
 }
 
 // count is the number of leases held.

@@ -394,13 +394,13 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		}
 		var lapsed <-chan time.Time
 		if r.gen != 0 {
-			if !r.s.pos.leases.readable(r.info.id, r.gen) {
+			wait := r.s.pos.leases.readableFor(r.info.id, r.gen)
+			if wait <= 0 {
 				// Not renewed for a lease period (the process was paused, or
 				// the table is unreachable): another instance may read the
 				// shard now.
 				return errLeaseExpired
 			}
-			wait := time.Until(r.s.pos.leases.expiry(r.info.id, r.gen))
 			if lapse == nil {
 				lapse = time.NewTimer(wait)
 			} else {

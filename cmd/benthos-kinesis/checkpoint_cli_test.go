@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,20 +23,12 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
 	arn := srv.StreamARN("orders")
 	show := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, append([]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, args...)...)
-		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+		cmd.Env = fakeAWSEnv()
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

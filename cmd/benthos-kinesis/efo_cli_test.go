@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,19 +19,11 @@ func TestEFOCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 1),
+	srv, ca := startFake(t, t.TempDir(), kinesisfake.Stream("orders", 1),
 		kinesisfake.ConsumerActivationDelay(300*time.Millisecond), kinesisfake.ConsumerDeletionDelay(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	efo := func(args ...string) (string, error) {
 		cmd := exec.Command(bin, append([]string{"efo"}, args...)...)
-		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+		cmd.Env = fakeAWSEnv()
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

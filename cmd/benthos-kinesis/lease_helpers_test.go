@@ -101,17 +101,9 @@ func newLeaseCluster(t *testing.T, o leaseOpts) *leaseCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(leaseStream, o.shards), kinesisfake.Quotas(false),
-		kinesisfake.ConsumerActivationDelay(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv, ca := startFake(t, dir, kinesisfake.Stream(leaseStream, o.shards), kinesisfake.Quotas(false),
+		kinesisfake.ConsumerActivationDelay(500*time.Millisecond))
 	ddb := emulator.Dynalite(t)
 	c := &leaseCluster{
 		t: t, bin: bin, srv: srv, ddb: ddb, dir: dir, ca: ca, efo: o.efo, period: cmp.Or(o.period, leasePeriod),

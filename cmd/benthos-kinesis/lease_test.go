@@ -186,13 +186,7 @@ func TestLeasesRollingRestart(t *testing.T) {
 		t.Skip("runs 3 processes of the binary with dynalite")
 	}
 	const shards = 16
-	c := newLeaseCluster(t, leaseOpts{shards: shards, procs: 3})
-	prod := c.producer()
-	prod.put(500)
-	c.startAll()
-	start := time.Now()
-	prod.start(300)
-	c.waitSpread(start)
+	c, prod := startFlowing(t, leaseOpts{shards: shards, procs: 3})
 
 	for i := range c.procs {
 		id := c.id(i)

@@ -150,17 +150,9 @@ func TestSlowOutputMemoryBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", memShards),
-		kinesisfake.ConsumerActivationDelay(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, srv.CertificatePEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv, caFile := startFake(t, dir, kinesisfake.Stream("orders", memShards),
+		kinesisfake.ConsumerActivationDelay(200*time.Millisecond))
 	cpDir := filepath.Join(dir, "checkpoints")
 	config := func(name string, slow bool) (yamlPath, outPath string) {
 		outPath = filepath.Join(dir, name+".jsonl")

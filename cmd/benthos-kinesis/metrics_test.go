@@ -24,20 +24,12 @@ func TestPrometheusMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
 	for i := range 50 {
 		if _, _, err := srv.Put("orders", fmt.Sprint("key-", i%5), []byte(fmt.Sprint("order-", i))); err != nil {
 			t.Fatal(err)
 		}
-	}
-	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, srv.CertificatePEM(), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	addr := freeAddr(t)
 	config := filepath.Join(dir, "metrics.yaml")
