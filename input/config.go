@@ -13,6 +13,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
@@ -433,20 +434,13 @@ func newInstanceID() string {
 	return fmt.Sprintf("%s-%x", host, b)
 }
 
-// parseStartTimestamp reads start_timestamp: an RFC 3339 time, or a
-// duration back from now (-24h). The time is pinned when the shards are
-// first seen, so a restart does not move it.
+// parseStartTimestamp reads start_timestamp (see checkpoint.ParseTime). The
+// time is pinned when the shards are first seen, so a restart does not move
+// it.
 func parseStartTimestamp(ts string, now time.Time) (time.Time, error) {
-	if strings.HasPrefix(ts, "-") {
-		d, err := time.ParseDuration(ts)
-		if err != nil {
-			return time.Time{}, fieldError(fStartTimestamp, ts, "not a duration back from now; expected e.g. -24h or -90m")
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
+	t, err := checkpoint.ParseTime(ts, now)
 	if err != nil {
-		return time.Time{}, fieldError(fStartTimestamp, ts, "neither an RFC 3339 time nor a duration back from now; expected e.g. 2024-05-01T00:00:00Z or -24h")
+		return time.Time{}, fieldError(fStartTimestamp, ts, "%s", err)
 	}
 	return t, nil
 }

@@ -111,8 +111,16 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 				c.skipSeq = ""
 			}
 		}
-		if c.deaggregate && kpl.IsAggregated(rec.Data) {
+		aggregated := kpl.IsAggregated(rec.Data)
+		if c.deaggregate && aggregated {
 			msgs = c.unpack(msgs, rec, seq, millis, skip, skipSub)
+			continue
+		}
+		if skip && !aggregated {
+			// A position inside a record that is no aggregate (one imported
+			// from KCL, which counts a plain record as user record 0): the
+			// record itself was processed. An aggregate read whole is
+			// delivered again, as its rest was not.
 			continue
 		}
 		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis))

@@ -118,6 +118,34 @@ func TestConverterSkipsAcknowledgedUserRecords(t *testing.T) {
 	}
 }
 
+// A position inside a record that is no aggregate (KCL stores user record
+// 0 of a plain record; `checkpoint import` keeps it so) means the record was
+// processed: it is skipped. With deaggregation off, an aggregate at such a
+// position is delivered whole again, as its later user records were not
+// processed. Before the fix the plain record was delivered a second time.
+func TestConverterSkipsAPlainRecordAtAPositionInsideIt(t *testing.T) {
+	c := testConverter(t, shardInfo{id: "s"}, &checkpoint.Position{Sequence: "10", Partial: true})
+	msgs, _, _ := c.convert(shard.Batch{Records: []types.Record{
+		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("p"), Data: []byte("done")},
+		{SequenceNumber: aws.String("11"), PartitionKey: aws.String("p"), Data: []byte("next")},
+	}})
+	if len(msgs) != 1 {
+		t.Fatalf("delivered %d messages, want only the record after the position", len(msgs))
+	}
+	if b, _ := msgs[0].AsBytes(); string(b) != "next" {
+		t.Fatalf("delivered %q, want next", b)
+	}
+
+	c = testConverter(t, shardInfo{id: "s"}, &checkpoint.Position{Sequence: "10", Partial: true})
+	c.deaggregate = false
+	msgs, _, _ = c.convert(shard.Batch{Records: []types.Record{
+		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("a"), Data: aggregate(t, "a", "b")},
+	}})
+	if len(msgs) != 1 {
+		t.Fatalf("with deaggregation off, an aggregate half processed was delivered %d times, want once, whole", len(msgs))
+	}
+}
+
 func TestConverterFlagsCorruptAggregates(t *testing.T) {
 	data := aggregate(t, "a", "b")
 	data = data[:len(data)-3] // truncated: the digest no longer matches

@@ -16,24 +16,63 @@ import (
 )
 
 // checkpointCommand is the `checkpoint` subcommand: it shows where each
-// shard of a stream stands, in the local store or in a lease table.
+// shard of a stream stands, moves positions, and imports them from other
+// consumers' tables, in the local store or in a lease table.
 func checkpointCommand() *cli.Command {
-	flags := append(streamFlags(),
-		&cli.StringFlag{Name: "dir", Usage: "the local store's directory (checkpoint.dir)"},
-		&cli.StringFlag{Name: "table", Usage: "the lease table (checkpoint.dynamodb.table), instead of --dir"},
-		&cli.StringFlag{Name: "dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --table (checkpoint.dynamodb.endpoint)"},
-		&cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"},
-	)
+	force := &cli.BoolFlag{Name: "force", Usage: "with --table: write even though leases name an owner or instances announced themselves (for instances that were killed; a running holder loses its lease at its next write)"}
 	return &cli.Command{
 		Name:  "checkpoint",
-		Usage: "Inspect the checkpoints of a stream",
+		Usage: "Inspect, move and import the checkpoints of a stream",
+		Description: "Static credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n" +
+			"AWS_SESSION_TOKEN) or the shared config, as for any AWS SDK program.",
 		Subcommands: []*cli.Command{{
 			Name:  "show",
 			Usage: "Show every shard's position, start and owner, from --dir or --table",
 			Description: "Reads without taking the store's lock: safe while pipelines run. Positions are\n" +
 				"sequence numbers, with /N for the N-th user record inside a KPL aggregate.",
-			Flags:  flags,
+			Flags:  append(append(streamFlags(), storeFlags()...), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"}),
 			Action: streamAction(showCheckpoints),
+		}, {
+			Name:  "set",
+			Usage: "Move a stream, or some of its shards, to where the next run reads from",
+			Description: "Give one of --to-trim-horizon, --to-latest, --to-timestamp or --after-sequence.\n" +
+				"Without --shard every shard of the stream is moved: a rewind to a time reads each\n" +
+				"shard from that time, parents before children. With --shard only the shards named\n" +
+				"and their descendants (split or merged from them) are moved, the descendants to the\n" +
+				"same time, or to their beginning after --after-sequence.\n\n" +
+				"Refused while a pipeline reads the stream: stop every instance first (the local\n" +
+				"store is locked by its pipeline; with --table, see --force).",
+			Flags: append(append(streamFlags(), storeFlags()...),
+				&cli.StringSliceFlag{Name: "shard", Usage: "a shard to move (repeat for several; default: every shard)"},
+				&cli.BoolFlag{Name: "to-trim-horizon", Usage: "read from the oldest record kept"},
+				&cli.BoolFlag{Name: "to-latest", Usage: "read only records written from now on"},
+				&cli.StringFlag{Name: "to-timestamp", Usage: "read records written at or after this time: RFC 3339 (2024-05-01T00:00:00Z) or a duration back from now (-2h)"},
+				&cli.StringFlag{Name: "after-sequence", Usage: "read the records after this sequence number (exactly one --shard)"},
+				force,
+			),
+			Action: streamAction(setCheckpoints),
+		}, {
+			Name:  "import",
+			Usage: "Import the positions of an aws_kinesis checkpoint table or a KCL lease table",
+			Description: "Reads the positions another consumer of the stream stored, and writes them to\n" +
+				"--dir or --table, so that the next run reads on after them: nothing lost, nothing\n" +
+				"read twice. Stop the other consumer first.\n\n" +
+				"--from aws_kinesis: the DynamoDB table of the aws_kinesis input of Benthos, Redpanda\n" +
+				"Connect or Bento (keys StreamID and ShardID). aws_kinesis deletes a shard's item once\n" +
+				"it has read the shard to its end, so a closed shard without one is taken as read.\n" +
+				"--from kcl: the lease table of a KCL 1.x or 2.x application (its application name;\n" +
+				"leaseKey a shard id, or account:stream:epoch:shard in multi-stream mode).\n" +
+				"Shards the table does not mention are read from their beginning.",
+			Flags: append(append(streamFlags(), storeFlags()...),
+				&cli.StringFlag{Name: "from", Usage: "the layout of --from-table: aws_kinesis or kcl (required)", Required: true},
+				&cli.StringFlag{Name: "from-table", Usage: "the DynamoDB table to import from (required)", Required: true},
+				&cli.StringFlag{Name: "from-dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --from-table (default: --dynamodb-endpoint)"},
+				&cli.StringFlag{Name: "from-stream-id", Usage: "aws_kinesis: the StreamID of the stream's items (default: the stream's name, else its ARN)"},
+				&cli.StringFlag{Name: "kcl-initial-timestamp", Usage: "kcl: the application's initial timestamp, for shards whose checkpoint is AT_TIMESTAMP (RFC 3339)"},
+				&cli.BoolFlag{Name: "create-table", Usage: "with --table: create the lease table if it does not exist", Value: true},
+				force,
+			),
+			Action: streamAction(importCheckpoints),
 		}},
 	}
 }
@@ -49,12 +88,11 @@ type shardRow struct {
 }
 
 func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
-	dir, table := c.String("dir"), c.String("table")
+	if err := checkStoreFlags(c); err != nil {
+		return err
+	}
 	var rows []shardRow
-	switch {
-	case dir != "" && table != "":
-		return fmt.Errorf("--dir and --table name two stores: give one")
-	case table != "":
+	if table := c.String("table"); table != "" {
 		tb, err := lease.Open(ctx, awsclient.DynamoDB(t.cfg, c.String("dynamodb-endpoint")), table, false)
 		if err != nil {
 			return fmt.Errorf("--table: %w", err)
@@ -68,19 +106,22 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 			r.Owner, r.Counter = it.Owner, it.Counter
 			rows = append(rows, r)
 		}
-	case dir != "":
-		st, err := checkpoint.Read(dir, t.streamARN)
+	} else {
+		st, err := checkpoint.Read(c.String("dir"), t.streamARN)
 		if err != nil {
 			return fmt.Errorf("--dir: %w", err)
 		}
 		for id, cp := range st.Shards {
 			rows = append(rows, rowOf(id, cp))
 		}
-	default:
-		return fmt.Errorf("give the store: --dir (checkpoint.dir) or --table (checkpoint.dynamodb.table)")
 	}
+	return printRows(t, rows, c.Bool("json"))
+}
+
+// printRows prints shards sorted by id, as a table or as JSON.
+func printRows(t streamTarget, rows []shardRow, asJSON bool) error {
 	slices.SortFunc(rows, func(a, b shardRow) int { return strings.Compare(a.Shard, b.Shard) })
-	if c.Bool("json") {
+	if asJSON {
 		enc := json.NewEncoder(t.out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"stream_arn": t.streamARN, "shards": rows})

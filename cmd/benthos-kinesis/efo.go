@@ -79,6 +79,7 @@ type streamTarget struct {
 	cfg       aws.Config
 	client    *kinesis.Client
 	streamARN string
+	created   time.Time // the stream's creation time
 	name      string
 	out       io.Writer
 }
@@ -121,7 +122,7 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		t := streamTarget{cfg: cfg, client: client, streamARN: desc.ARN, name: c.String("consumer-name"), out: c.App.Writer}
+		t := streamTarget{cfg: cfg, client: client, streamARN: desc.ARN, created: desc.Created, name: c.String("consumer-name"), out: c.App.Writer}
 		if err := fn(ctx, c, t); err != nil {
 			return cli.Exit(err.Error(), 1)
 		}

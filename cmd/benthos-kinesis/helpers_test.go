@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
@@ -29,4 +34,93 @@ func startFake(t *testing.T, dir string, opts ...kinesisfake.Opt) (srv *kinesisf
 // the fake: any static credentials, a region, no instance metadata.
 func fakeAWSEnv() []string {
 	return append(os.Environ(), "AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+}
+
+// pipeline is a run of the binary reading stream orders of a fake from
+// trim_horizon, with store the YAML of its checkpoint field's store (e.g.
+// `dir: /path`), writing each record to out as a JSON line.
+type pipeline struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	out string
+	log string
+}
+
+func startPipeline(t *testing.T, bin string, srv *kinesisfake.Server, ca, store, name string) *pipeline {
+	t.Helper()
+	dir := filepath.Dir(ca)
+	p := &pipeline{t: t, out: filepath.Join(dir, name+".jsonl"), log: filepath.Join(dir, name+".log")}
+	config := filepath.Join(dir, name+".yaml")
+	yaml := fmt.Sprintf(`
+http: { enabled: false }
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    endpoint: %s
+    region: %s
+    credentials: { id: fake, secret: fake }
+    tls: { enabled: true, root_cas_file: %s }
+    reader: polling
+    polling: { interval: 200ms }
+    start_from: trim_horizon
+    checkpoint: { commit_period: 100ms, %s }
+pipeline:
+  threads: 1
+  processors:
+    - mapping: |
+        root.stream = @kinesis_stream
+        root.data = content().string()
+        root.shard = @kinesis_shard
+        root.seq = @kinesis_sequence_number
+        root.sub = @kinesis_sub_sequence_number.or("")
+        root.pk = @kinesis_partition_key
+output:
+  file: { path: %s, codec: lines }
+logger: { level: warn }
+`, srv.Endpoint(), srv.Region(), ca, store, p.out)
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = run(t, bin, config, p.log)
+	return p
+}
+
+// stopAfter waits until the pipeline wrote n records, stops it with
+// SIGTERM and returns what it wrote.
+func (p *pipeline) stopAfter(n int) []inputtest.Got {
+	p.t.Helper()
+	waitLinesOrLog(p.t, p, n)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		log, _ := os.ReadFile(p.log)
+		p.t.Fatalf("the pipeline did not stop cleanly on SIGTERM: %v; log:\n%s", err, log)
+	}
+	return readOutput(p.t, p.out)
+}
+
+// datas returns the data of each record, in the order written.
+func datas(got []inputtest.Got) []string {
+	out := make([]string, len(got))
+	for i, g := range got {
+		out[i] = g.Data
+	}
+	return out
+}
+
+// waitLinesOrLog waits until the pipeline wrote n records, and fails with
+// its log otherwise.
+func waitLinesOrLog(t *testing.T, p *pipeline, n int) []inputtest.Got {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := readOutput(t, p.out)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(p.log)
+			t.Fatalf("%s: %d of %d records within 30 s; log:\n%s", p.out, len(got), n, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

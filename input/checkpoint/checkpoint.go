@@ -4,7 +4,9 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -81,6 +83,23 @@ func FromShard(s shard.Start) Start {
 		out.Timestamp = &t
 	}
 	return out
+}
+
+// ParseTime reads a start time as users give it: an RFC 3339 time, or a
+// duration back from now (-24h).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return time.Time{}, errors.New("not a duration back from now; expected e.g. -24h or -90m")
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("neither an RFC 3339 time nor a duration back from now; expected e.g. 2024-05-01T00:00:00Z or -24h")
+	}
+	return t, nil
 }
 
 // Checkpoint is what is stored for one shard.

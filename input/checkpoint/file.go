@@ -13,6 +13,10 @@ import (
 	"sync"
 )
 
+// ErrLocked is the error of a stream file whose lock another process holds:
+// a pipeline reads the stream from this directory.
+var ErrLocked = errors.New("held by another process")
+
 // fileVersion is written into every file so that a later format can tell.
 const fileVersion = 1
 

@@ -19,7 +19,7 @@ func lockFile(path string) (*os.File, error) {
 	if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		l.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("checkpoint lock %q is held by another process: the local checkpoint store serves one instance at a time", path)
+			return nil, fmt.Errorf("checkpoint lock %q is %w: the local checkpoint store serves one instance at a time", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("locking %q: %w", path, err)
 	}

@@ -546,6 +546,36 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 	return nil
 }
 
+// Overwrite writes the item of a shard as s, free: a position set or
+// imported by an operator. It is conditional on the item being as prev was
+// read (absent when prev is nil), and moves the counter past prev's, so an
+// instance still holding the lease loses it at its next write instead of
+// writing over the new position. ErrLost: the item changed since prev.
+func (t *Table) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
+	s.Owner, s.HandoffTo, s.Counter = "", "", 0
+	in := &dynamodb.PutItemInput{
+		TableName:                aws.String(t.name),
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames: map[string]string{"#k": attrKey},
+	}
+	if prev != nil {
+		s.Counter = prev.Counter + 1
+		in.ConditionExpression = aws.String("#c = :c")
+		in.ExpressionAttributeNames = map[string]string{"#c": attrCounter}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":c": num(prev.Counter)}
+	}
+	in.Item = encodeShard(s)
+	_, err := t.api.PutItem(ctx, in)
+	if conditionFailed(err) {
+		return ErrLost
+	}
+	if err != nil {
+		return t.fail("writing the item of shard "+s.ShardID, err)
+	}
+	return nil
+}
+
 // ClaimRegistration claims the registration of a stream consumer for me: it
 // reports whether me is the one to register it (no one else claimed it).
 func (t *Table) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {

@@ -297,3 +297,46 @@ func (s sendTwice) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	}
 	return s.API.UpdateItem(ctx, in, o...)
 }
+
+// TestOverwriteFencesTheHolder: an operator's overwrite (checkpoint set or
+// import) frees the lease and moves the counter, so a holder still running
+// cannot write over the new position; an overwrite based on a stale read,
+// or of an item that appeared since, changes nothing.
+func TestOverwriteFencesTheHolder(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "overwrite")
+	ctx := t.Context()
+	const id = "shardId-000000000000"
+	fresh := Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, ShardStart: "100"}}
+	if err := tb.Overwrite(ctx, fresh, nil); err != nil {
+		t.Fatalf("overwrite of an absent item: %v", err)
+	}
+	if err := tb.Overwrite(ctx, fresh, nil); !errors.Is(err, ErrLost) {
+		t.Fatalf("overwrite of an item that appeared since: %v, want ErrLost", err)
+	}
+	it, _, err := tb.Get(ctx, arn, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := tb.Take(ctx, it, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewind := fresh
+	rewind.Checkpoint.Position = &checkpoint.Position{Sequence: "150"}
+	if err := tb.Overwrite(ctx, rewind, &it); !errors.Is(err, ErrLost) {
+		t.Fatalf("overwrite based on a read from before the take: %v, want ErrLost", err)
+	}
+	if err := tb.Overwrite(ctx, rewind, &held); err != nil {
+		t.Fatalf("overwrite of a held item: %v", err)
+	}
+	late := &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: "199"}}
+	if _, err := tb.Hold(ctx, arn, id, "a", held.Counter, Write{Checkpoint: late}); !errors.Is(err, ErrLost) {
+		t.Fatalf("the old holder's checkpoint after the overwrite: %v, want ErrLost", err)
+	}
+	got, _, err := tb.Get(ctx, arn, id)
+	if err != nil || got.Owner != "" || got.Counter != held.Counter+1 || got.Checkpoint.Position == nil || got.Checkpoint.Position.Sequence != "150" {
+		t.Fatalf("after the overwrite: %+v, %v; want free at counter %d, position 150", got, err, held.Counter+1)
+	}
+}

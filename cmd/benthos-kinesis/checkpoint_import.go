@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/urfave/cli/v2"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// imported is what another consumer's table says of one shard.
+type imported struct {
+	cp     checkpoint.Checkpoint
+	holder string // a live lease of the other consumer, to refuse on
+}
+
+// importCheckpoints is `checkpoint import`.
+func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
+	from, table := c.String("from"), c.String("from-table")
+	if from != "aws_kinesis" && from != "kcl" {
+		return fmt.Errorf("--from %q: expected aws_kinesis or kcl", from)
+	}
+	endpoint := c.String("from-dynamodb-endpoint")
+	if endpoint == "" {
+		endpoint = c.String("dynamodb-endpoint")
+	}
+	items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
+	if err != nil {
+		return err
+	}
+	var got map[string]imported
+	var looked string
+	switch from {
+	case "aws_kinesis":
+		got, looked, err = fromAWSKinesis(items, t, c.String("from-stream-id"), time.Now())
+	case "kcl":
+		var initial *time.Time
+		if s := c.String("kcl-initial-timestamp"); s != "" {
+			ts, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return fmt.Errorf("--kcl-initial-timestamp %q: not an RFC 3339 time, e.g. 2024-05-01T00:00:00Z", s)
+			}
+			initial = &ts
+		}
+		got, looked, err = fromKCL(items, t, initial, time.Now())
+	}
+	if err != nil {
+		return fmt.Errorf("--from-table %s: %w", table, err)
+	}
+	if len(got) == 0 {
+		return fmt.Errorf("--from-table %s holds no position of stream %s (%d items, none with %s)", table, t.streamARN, len(items), looked)
+	}
+	var held []string
+	for id, im := range got {
+		if im.holder != "" {
+			held = append(held, fmt.Sprintf("shard %s: %s", id, im.holder))
+		}
+	}
+	sort.Strings(held)
+	if len(held) > 0 && !c.Bool("force") {
+		return fmt.Errorf("--from-table %s shows its consumer still reading (%s): stop it first, or give --force if it is stopped", table, strings.Join(held, "; "))
+	}
+
+	shards, err := listShards(ctx, t.client, t.streamARN)
+	if err != nil {
+		return err
+	}
+	changes, notes := importPlan(shards, got, from)
+	w, err := openWritable(ctx, c, t, c.Bool("create-table"))
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	if err := w.write(ctx, changes, shards, true, c.Bool("force")); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.out, "Imported the positions of %d shards of stream %s from %s table %s into the %s.\n", len(got), t.streamARN, from, table, w.where)
+	for _, n := range notes {
+		fmt.Fprintln(t.out, n)
+	}
+	var rows []shardRow
+	for id, cp := range changes {
+		rows = append(rows, rowOf(id, cp))
+	}
+	return printRows(t, rows, false)
+}
+
+// importPlan decides every listed shard's checkpoint from what the other
+// consumer's table says. A shard it does not mention is read from its
+// beginning, unless it is closed and known read: aws_kinesis deletes the
+// item of a shard it finished; a KCL application reads children only after
+// their parents, so a closed shard with a mentioned descendant is done.
+func importPlan(shards []streamShard, got map[string]imported, from string) (map[string]checkpoint.Checkpoint, []string) {
+	changes := map[string]checkpoint.Checkpoint{}
+	var ended, fromStart []string
+	for _, s := range shards {
+		if im, ok := got[s.id]; ok {
+			cp := im.cp
+			cp.ShardStart = s.start
+			changes[s.id] = cp
+			continue
+		}
+		done := false
+		if s.closed {
+			done = from == "aws_kinesis"
+			for _, d := range descendants(shards, s.id) {
+				if _, ok := got[d]; ok {
+					done = true
+				}
+			}
+		}
+		if done {
+			changes[s.id] = checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}, Ended: true, ShardStart: s.start}
+			ended = append(ended, s.id)
+			continue
+		}
+		changes[s.id] = checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}, ShardStart: s.start}
+		fromStart = append(fromStart, s.id)
+	}
+	var notes []string
+	if len(ended) > 0 {
+		notes = append(notes, fmt.Sprintf("Closed shards without an item there, taken as read to their end: %s.", strings.Join(ended, ", ")))
+	}
+	if len(fromStart) > 0 {
+		notes = append(notes, fmt.Sprintf("Shards without an item there, read from their beginning: %s.", strings.Join(fromStart, ", ")))
+	}
+	return changes, notes
+}
+
+// scanAll reads every item of a table.
+func scanAll(ctx context.Context, api *dynamodb.Client, table string) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(api, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			var nf *types.ResourceNotFoundException
+			if errors.As(err, &nf) {
+				return nil, fmt.Errorf("--from-table %s does not exist (at this endpoint and region)", table)
+			}
+			return nil, fmt.Errorf("--from-table %s: scanning it: %w", table, err)
+		}
+		out = append(out, page.Items...)
+	}
+	return out, nil
+}
+
+func attrS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// fromAWSKinesis reads the table of the aws_kinesis input (Benthos, Redpanda
+// Connect, Bento): hash key StreamID (the stream as its config named it),
+// range key ShardID, SequenceNumber the last record acknowledged, ClientID
+// and LeaseTimeout the lease of the instance reading the shard (ClientID is
+// removed when it stops cleanly).
+func fromAWSKinesis(items []map[string]types.AttributeValue, t streamTarget, streamID string, now time.Time) (map[string]imported, string, error) {
+	ids := []string{streamID}
+	if streamID == "" {
+		ids = []string{streamName(t.streamARN), t.streamARN}
+	}
+	looked := "StreamID " + strings.Join(ids, " or ")
+	byID := map[string]map[string]imported{}
+	for _, it := range items {
+		sid := attrS(it, "StreamID")
+		if !slices.Contains(ids, sid) {
+			continue
+		}
+		shardID := attrS(it, "ShardID")
+		if shardID == "" {
+			return nil, looked, fmt.Errorf("an item of StreamID %s has no ShardID: not an aws_kinesis checkpoint table", sid)
+		}
+		im := imported{cp: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}}}
+		if seq := attrS(it, "SequenceNumber"); seq != "" {
+			if !sequenceRE.MatchString(seq) {
+				return nil, looked, fmt.Errorf("shard %s: SequenceNumber %q is not a sequence number", shardID, seq)
+			}
+			// aws_kinesis reads on after it (AFTER_SEQUENCE_NUMBER).
+			im.cp.Position = &checkpoint.Position{Sequence: seq}
+		}
+		if client := attrS(it, "ClientID"); client != "" {
+			if until, err := time.Parse(time.RFC3339Nano, attrS(it, "LeaseTimeout")); err == nil && until.After(now) {
+				im.holder = fmt.Sprintf("leased to aws_kinesis client %s until %s", client, until.UTC().Format(time.RFC3339))
+			}
+		}
+		if byID[sid] == nil {
+			byID[sid] = map[string]imported{}
+		}
+		byID[sid][shardID] = im
+	}
+	if len(byID) > 1 {
+		return nil, looked, fmt.Errorf("items of both StreamID %s and %s: give --from-stream-id to say which to import", ids[0], ids[1])
+	}
+	for _, m := range byID {
+		return m, looked, nil
+	}
+	return nil, looked, nil
+}
+
+// fromKCL reads the lease table of a KCL application: leaseKey the shard id
+// (or account:stream:creation epoch:shard id in multi-stream mode),
+// checkpoint the last record processed or a sentinel, and
+// checkpointSubSequenceNumber the last user record processed within it.
+// KCL reads on after that user record, and so does the input: the position
+// sits inside the record, whose earlier user records (or, for a record that
+// is no aggregate, the record itself) are skipped.
+func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *time.Time, now time.Time) (map[string]imported, string, error) {
+	name := streamName(t.streamARN)
+	account := ""
+	if a, err := arn.Parse(t.streamARN); err == nil {
+		account = a.AccountID
+	}
+	looked := fmt.Sprintf("a leaseKey of a shard id, or %s:%s:<epoch>:<shard id>", account, name)
+	out := map[string]imported{}
+	for _, it := range items {
+		key := attrS(it, "leaseKey")
+		shardID := ""
+		switch parts := strings.Split(key, ":"); {
+		case len(parts) == 1 && strings.HasPrefix(key, "shardId-"):
+			shardID = key
+		case len(parts) == 4 && parts[1] == name && (parts[0] == account || account == ""):
+			shardID = parts[3]
+		default:
+			continue
+		}
+		cp := checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}}
+		switch v := attrS(it, "checkpoint"); v {
+		case "TRIM_HORIZON":
+		case "LATEST":
+			// Nothing processed yet: what the application would have read
+			// is what is written from now on.
+			cp.Start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: now})
+		case "AT_TIMESTAMP":
+			if initial == nil {
+				return nil, looked, fmt.Errorf("shard %s: checkpoint AT_TIMESTAMP: the application's initial timestamp is not in the table; give it with --kcl-initial-timestamp", shardID)
+			}
+			cp.Start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: *initial})
+		case "SHARD_END":
+			cp.Ended = true
+		default:
+			if !sequenceRE.MatchString(v) {
+				return nil, looked, fmt.Errorf("shard %s: checkpoint %q is neither a sequence number nor one of TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END", shardID, v)
+			}
+			var sub int64
+			if n, ok := it["checkpointSubSequenceNumber"].(*types.AttributeValueMemberN); ok {
+				var err error
+				if sub, err = strconv.ParseInt(n.Value, 10, 64); err != nil || sub < 0 {
+					return nil, looked, fmt.Errorf("shard %s: checkpointSubSequenceNumber %q is not a user record index", shardID, n.Value)
+				}
+			}
+			cp.Position = &checkpoint.Position{Sequence: v, SubSequence: sub, Partial: true}
+		}
+		out[shardID] = imported{cp: cp}
+	}
+	return out, looked, nil
+}
+
+func streamName(streamARN string) string {
+	return streamARN[strings.LastIndex(streamARN, "/")+1:]
+}

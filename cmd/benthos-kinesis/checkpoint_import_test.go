@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
+)
+
+// TestCheckpointImport: the positions of an aws_kinesis checkpoint table
+// and of a KCL lease table, laid out in dynalite as those consumers write
+// them, are imported into the local store and into a lease table; the next
+// run reads exactly the records after them: nothing lost, nothing again.
+// The stream was split, so the import covers a closed parent, its
+// children, a position inside a KPL aggregate and one on a plain record.
+func TestCheckpointImport(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	const s0, s1, s2, s3 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002", "shardId-000000000003"
+	put := func(shard, prefix string, n int) {
+		t.Helper()
+		if err := srv.PutToShard("orders", shard, n, func(j int) []byte { return fmt.Appendf(nil, "%s-%d", prefix, j) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(s0, "a0", 10)
+	put(s1, "a1", 10)
+	if children, err := srv.SplitShard("orders", s0, ""); err != nil || len(children) != 2 || children[0] != s2 || children[1] != s3 {
+		t.Fatalf("split: %v %v", children, err)
+	}
+	put(s2, "p2", 3)
+	var users []kpl.UserRecord
+	for j := range 4 {
+		users = append(users, kpl.UserRecord{PartitionKey: "pk", Data: fmt.Appendf(nil, "g2-%d", j)})
+	}
+	agg, err := kpl.Pack(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.PutToShard("orders", s2, 1, func(int) []byte { return agg.Data }); err != nil {
+		t.Fatal(err)
+	}
+	put(s2, "q2", 3)
+	put(s3, "k3", 10)
+	put(s1, "b1", 10)
+	seqs := map[string]string{} // data (or "agg") -> sequence number
+	for _, id := range []string{s0, s1, s2, s3} {
+		recs, err := srv.ShardRecords("orders", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			key := string(r.Data)
+			if kpl.IsAggregated(r.Data) {
+				key = "agg"
+			}
+			seqs[key] = aws.ToString(r.SequenceNumber)
+		}
+	}
+	names := func(prefix string, from, to int) []string {
+		var out []string
+		for j := from; j <= to; j++ {
+			out = append(out, fmt.Sprintf("%s-%d", prefix, j))
+		}
+		return out
+	}
+	d := emulator.Dynalite(t)
+	ddb := d.Client()
+	createTable := func(t *testing.T, name string, keys ...string) {
+		t.Helper()
+		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+		for i, k := range keys {
+			kt := types.KeyTypeHash
+			if i > 0 {
+				kt = types.KeyTypeRange
+			}
+			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
+			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
+		}
+		if _, err := ddb.CreateTable(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		if err := dynamodb.NewTableExistsWaiter(ddb).Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putItem := func(t *testing.T, table string, item map[string]string, numbers map[string]string) {
+		t.Helper()
+		av := map[string]types.AttributeValue{}
+		for k, v := range item {
+			av[k] = &types.AttributeValueMemberS{Value: v}
+		}
+		for k, v := range numbers {
+			av[k] = &types.AttributeValueMemberN{Value: v}
+		}
+		if _, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: av}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	importCmd := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"checkpoint", "import", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint}, args...)...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	t.Run("aws_kinesis into the local store", func(t *testing.T) {
+		t.Parallel()
+		createTable(t, "connect-checkpoints", "StreamID", "ShardID")
+		// Shard 0 was read to its end (aws_kinesis deleted its item), shard
+		// 3 never reached; shard 1 is still leased by a running client.
+		putItem(t, "connect-checkpoints", map[string]string{"StreamID": "orders", "ShardID": s1, "SequenceNumber": seqs["a1-9"], "ClientID": "connect-1", "LeaseTimeout": "2999-01-01T00:00:00Z"}, nil)
+		putItem(t, "connect-checkpoints", map[string]string{"StreamID": "orders", "ShardID": s2, "SequenceNumber": seqs["p2-1"]}, nil)
+		putItem(t, "connect-checkpoints", map[string]string{"StreamID": "other", "ShardID": s3, "SequenceNumber": seqs["k3-9"]}, nil)
+		cpDir := filepath.Join(dir, "connect-cp")
+		args := []string{"--dir", cpDir, "--from", "aws_kinesis", "--from-table", "connect-checkpoints"}
+		if out, err := importCmd(args...); err == nil || !strings.Contains(out, "leased to aws_kinesis client connect-1") {
+			t.Fatalf("import while aws_kinesis still holds a lease: %v\n%s", err, out)
+		}
+		// Its pipeline stopped: the final checkpoint drops ClientID.
+		putItem(t, "connect-checkpoints", map[string]string{"StreamID": "orders", "ShardID": s1, "SequenceNumber": seqs["a1-9"]}, nil)
+		out, err := importCmd(args...)
+		if err != nil || !strings.Contains(out, "taken as read to their end: "+s0) || !strings.Contains(out, "read from their beginning: "+s3) {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		want := append(append(append(append(names("b1", 0, 9), "p2-2"), names("g2", 0, 3)...), names("q2", 0, 2)...), names("k3", 0, 9)...)
+		p := startPipeline(t, bin, srv, ca, "dir: "+cpDir, "connect-run")
+		if got := datas(p.stopAfter(len(want))); !sameSet(got, want) {
+			t.Fatalf("after the import the run read %v, want exactly %v", got, want)
+		}
+	})
+
+	t.Run("KCL into a lease table", func(t *testing.T) {
+		t.Parallel()
+		createTable(t, "kcl-app", "leaseKey")
+		putItem(t, "kcl-app", map[string]string{"leaseKey": s0, "checkpoint": "SHARD_END", "leaseOwner": "kcl-worker"}, map[string]string{"leaseCounter": "40", "checkpointSubSequenceNumber": "0"})
+		putItem(t, "kcl-app", map[string]string{"leaseKey": s1, "checkpoint": seqs["a1-4"], "leaseOwner": "kcl-worker"}, map[string]string{"leaseCounter": "41", "checkpointSubSequenceNumber": "0"})
+		putItem(t, "kcl-app", map[string]string{"leaseKey": s2, "checkpoint": seqs["agg"], "leaseOwner": "kcl-worker"}, map[string]string{"leaseCounter": "42", "checkpointSubSequenceNumber": "1"})
+		// Multi-stream mode names the stream in the key.
+		putItem(t, "kcl-app", map[string]string{"leaseKey": "000000000000:orders:1700000000:" + s3, "checkpoint": "TRIM_HORIZON"}, map[string]string{"leaseCounter": "3"})
+		out, err := importCmd("--table", "leases", "--from", "kcl", "--from-table", "kcl-app")
+		if err != nil || !strings.Contains(out, "Imported the positions of 4 shards") {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		want := append(append(append(append(names("a1", 5, 9), names("b1", 0, 9)...), "g2-2", "g2-3"), names("q2", 0, 2)...), names("k3", 0, 9)...)
+		p := startPipeline(t, bin, srv, ca, "dynamodb: { table: leases, endpoint: '"+d.Endpoint+"', lease_period: 2s }", "kcl-run")
+		if got := datas(p.stopAfter(len(want))); !sameSet(got, want) {
+			t.Fatalf("after the import the run read %v, want exactly %v", got, want)
+		}
+		// A second import finds the leases of the run's instance gone
+		// (stopped cleanly) and writes again; a stale owner needs --force.
+		if out, err := importCmd("--table", "leases", "--from", "kcl", "--from-table", "kcl-app"); err != nil {
+			t.Fatalf("import again after a clean stop: %v\n%s", err, out)
+		}
+		tb, err := lease.Open(t.Context(), ddb, "leases", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, _, err := tb.Get(t.Context(), srv.StreamARN("orders"), s1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Take(t.Context(), it, "ghost"); err != nil {
+			t.Fatal(err)
+		}
+		set := func(args ...string) (string, error) {
+			cmd := exec.Command(bin, append([]string{"checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint, "--table", "leases", "--to-latest"}, args...)...)
+			cmd.Env = fakeAWSEnv()
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := set(); err == nil || !strings.Contains(out, "shard "+s1+" is leased to ghost") {
+			t.Fatalf("set while a lease names an owner: %v\n%s", err, out)
+		}
+		if out, err := set("--force"); err != nil || !strings.Contains(out, "Moved 4 shards") {
+			t.Fatalf("set --force: %v\n%s", err, out)
+		}
+		if got, _, err := tb.Get(t.Context(), srv.StreamARN("orders"), s1); err != nil || got.Owner != "" || got.Checkpoint.Start.Kind != "AT_TIMESTAMP" {
+			t.Fatalf("after set --force: %+v, %v; want free, at a timestamp", got, err)
+		}
+	})
+
+	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "kcl", "--from-table", "missing"); err == nil || !strings.Contains(out, "--from-table missing does not exist") {
+		t.Fatalf("import from a missing table: %v\n%s", err, out)
+	}
+	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "flink", "--from-table", "connect-checkpoints"); err == nil || !strings.Contains(out, `--from "flink": expected aws_kinesis or kcl`) {
+		t.Fatalf("import from an unknown layout: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/urfave/cli/v2"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// streamShard is a shard as ListShards describes it.
+type streamShard struct {
+	id      string
+	parents []string
+	closed  bool
+	start   string // the shard's starting sequence number
+	end     string // its ending sequence number, once closed
+}
+
+// listShards lists every shard of the stream still within its retention.
+func listShards(ctx context.Context, client *kinesis.Client, streamARN string) ([]streamShard, error) {
+	var out []streamShard
+	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN)}
+	for {
+		page, err := client.ListShards(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("listing the shards of stream %s: %w", streamARN, err)
+		}
+		for _, s := range page.Shards {
+			sh := streamShard{id: aws.ToString(s.ShardId)}
+			for _, p := range []*string{s.ParentShardId, s.AdjacentParentShardId} {
+				if aws.ToString(p) != "" {
+					sh.parents = append(sh.parents, *p)
+				}
+			}
+			if r := s.SequenceNumberRange; r != nil {
+				sh.start, sh.end = aws.ToString(r.StartingSequenceNumber), aws.ToString(r.EndingSequenceNumber)
+				sh.closed = sh.end != ""
+			}
+			out = append(out, sh)
+		}
+		if page.NextToken == nil {
+			return out, nil
+		}
+		in = &kinesis.ListShardsInput{NextToken: page.NextToken}
+	}
+}
+
+// descendants returns the shards of shards that descend from id.
+func descendants(shards []streamShard, id string) []string {
+	var out []string
+	seen := map[string]bool{id: true}
+	for grew := true; grew; {
+		grew = false
+		for _, s := range shards {
+			if seen[s.id] {
+				continue
+			}
+			for _, p := range s.parents {
+				if seen[p] {
+					seen[s.id], grew = true, true
+					out = append(out, s.id)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// storeFlags name the store a checkpoint command reads or writes.
+func storeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dir", Usage: "the local store's directory (checkpoint.dir)"},
+		&cli.StringFlag{Name: "table", Usage: "the lease table (checkpoint.dynamodb.table), instead of --dir"},
+		&cli.StringFlag{Name: "dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --table (checkpoint.dynamodb.endpoint)"},
+	}
+}
+
+// storeName says which store the flags name, for messages.
+func storeName(c *cli.Context) string {
+	if t := c.String("table"); t != "" {
+		return "lease table " + t
+	}
+	return "checkpoint directory " + c.String("dir")
+}
+
+func checkStoreFlags(c *cli.Context) error {
+	dir, table := c.String("dir"), c.String("table")
+	switch {
+	case dir != "" && table != "":
+		return errors.New("--dir and --table name two stores: give one")
+	case dir == "" && table == "":
+		return errors.New("give the store: --dir (checkpoint.dir) or --table (checkpoint.dynamodb.table)")
+	}
+	return nil
+}
+
+// writable is a store that `checkpoint set` and `checkpoint import` change:
+// the local store, locked while it is changed (a running pipeline holds
+// the lock, so the change is refused), or a lease table, where every
+// shard item is written conditional on being as it was read.
+type writable struct {
+	t     streamTarget
+	where string
+
+	file  *checkpoint.File
+	state checkpoint.Stream // the local store's, as loaded
+
+	table  *lease.Table
+	stream *lease.Stream          // the table's stream item, nil when absent
+	items  map[string]lease.Shard // the table's shard items
+	live   []string               // instances with a worker item
+}
+
+func openWritable(ctx context.Context, c *cli.Context, t streamTarget, createTable bool) (*writable, error) {
+	if err := checkStoreFlags(c); err != nil {
+		return nil, err
+	}
+	w := &writable{t: t, where: storeName(c)}
+	if name := c.String("table"); name != "" {
+		tb, err := lease.Open(ctx, awsclient.DynamoDB(t.cfg, c.String("dynamodb-endpoint")), name, createTable)
+		if err != nil {
+			return nil, fmt.Errorf("--table: %w", err)
+		}
+		sc, err := tb.ScanConsistent(ctx, t.streamARN)
+		if err != nil {
+			return nil, err
+		}
+		w.table, w.stream, w.items = tb, sc.Stream, map[string]lease.Shard{}
+		for _, it := range sc.Shards {
+			w.items[it.ShardID] = it
+		}
+		for _, wk := range sc.Workers {
+			w.live = append(w.live, wk.ID)
+		}
+		return w, nil
+	}
+	if c.Bool("force") {
+		return nil, errors.New("--force applies to --table only: a pipeline using the local store holds its lock and keeps its positions in memory, so stop it first")
+	}
+	f, err := checkpoint.OpenFile(c.String("dir"))
+	if err != nil {
+		return nil, fmt.Errorf("--dir: %w", err)
+	}
+	st, err := f.Load(ctx, t.streamARN)
+	if errors.Is(err, checkpoint.ErrLocked) {
+		f.Close()
+		return nil, fmt.Errorf("--dir: %w; a pipeline is reading stream %s from this directory: stop it, then run this again", err, t.streamARN)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--dir: %w", err)
+	}
+	w.file, w.state = f, st
+	return w, nil
+}
+
+func (w *writable) close() {
+	if w.file != nil {
+		w.file.Close()
+	}
+}
+
+// stale reports whether the store describes an earlier stream of the same
+// name, deleted since: its checkpoints do not apply.
+func (w *writable) stale() bool {
+	created := w.state.Created
+	if w.table != nil {
+		if w.stream == nil {
+			return false
+		}
+		created = w.stream.Created
+	}
+	return !created.IsZero() && !w.t.created.IsZero() && !created.Equal(w.t.created)
+}
+
+// current returns the stored checkpoints of the stream (none for a stale
+// store).
+func (w *writable) current() map[string]checkpoint.Checkpoint {
+	out := map[string]checkpoint.Checkpoint{}
+	if w.stale() {
+		return out
+	}
+	if w.table != nil {
+		for id, it := range w.items {
+			out[id] = it.Checkpoint
+		}
+		return out
+	}
+	for id, cp := range w.state.Shards {
+		out[id] = cp
+	}
+	return out
+}
+
+// holders lists what reads the given shards of a lease table now, or may:
+// leases with an owner and instances that announced themselves.
+func (w *writable) holders(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if it, ok := w.items[id]; ok && it.Owner != "" {
+			out = append(out, fmt.Sprintf("shard %s is leased to %s", id, it.Owner))
+		}
+	}
+	for _, id := range w.live {
+		out = append(out, fmt.Sprintf("instance %s has a worker item", id))
+	}
+	return out
+}
+
+// write stores every change; whole says the changes cover every shard of
+// the stream, so that a stale store (of a stream deleted since) can be
+// replaced. Shards are written one by one; one that changed meanwhile is
+// reported, the others are written.
+func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Checkpoint, shards []streamShard, whole, force bool) error {
+	if w.stale() && !whole {
+		return fmt.Errorf("the %s describes an earlier stream %s (deleted and created again since): give no --shard, to write every shard of the new stream", w.where, w.t.streamARN)
+	}
+	if len(w.current()) == 0 && !whole {
+		return fmt.Errorf("the %s holds no checkpoint of stream %s yet: give no --shard, to write every shard (a shard alone would decide where the others start)", w.where, w.t.streamARN)
+	}
+	if w.table == nil {
+		if w.stale() {
+			w.state.Shards = map[string]checkpoint.Checkpoint{}
+		}
+		w.state.ARN, w.state.Created = w.t.streamARN, w.t.created
+		for id, cp := range changes {
+			w.state.Shards[id] = cp
+		}
+		return w.file.Save(ctx, w.state)
+	}
+
+	ids := sortedKeys(changes)
+	if held := w.holders(ids); len(held) > 0 && !force {
+		return fmt.Errorf("the %s shows instances reading stream %s (%s): stop them and run this again; if they are stopped already (a process killed without stopping leaves its name behind), give --force: a running holder then loses its lease at its next write", w.where, w.t.streamARN, strings.Join(held, "; "))
+	}
+	parents := map[string][]string{}
+	for _, s := range shards {
+		parents[s.id] = s.parents
+	}
+	if w.stream == nil || w.stale() || (whole && !w.stream.Pinned) {
+		item := lease.Stream{ARN: w.t.streamARN, Created: w.t.created, Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}, Pinned: true}
+		if w.stream != nil && !w.stale() {
+			item.Start = w.stream.Start
+		}
+		if err := w.table.ReplaceStream(ctx, item); err != nil {
+			return err
+		}
+	}
+	var failed []string
+	for _, id := range ids {
+		var prev *lease.Shard
+		if it, ok := w.items[id]; ok {
+			prev = &it
+		}
+		err := w.table.Overwrite(ctx, lease.Shard{Stream: w.t.streamARN, ShardID: id, Checkpoint: changes[id], Parents: parents[id]}, prev)
+		if errors.Is(err, lease.ErrLost) {
+			failed = append(failed, id)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("shards %s of stream %s changed in the %s while they were being written (an instance is running): stop it and run this again; the other shards were written", strings.Join(failed, ", "), w.t.streamARN, w.where)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
