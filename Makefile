@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
 BIN       := bin
 EMULATORS := .cache/emulators
 
-.PHONY: all build emulators demo test unit lint config-test docs bench bench-leases fuzz clean
+.PHONY: all build emulators demo test unit lint config-test modules docs bench bench-leases fuzz clean
 
 all: build
 
@@ -47,7 +47,7 @@ demo: build
 
 # All the tests: formatting, vet, unit and integration tests (they start the
 # emulators themselves on loopback), and the example configs' tests.
-test: emulators lint unit config-test
+test: emulators lint unit config-test modules
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -63,6 +63,13 @@ RESOURCES := $(addprefix -r ,$(wildcard resources/*.yaml))
 config-test: $(BIN)/benthos-kinesis
 	$(BIN)/benthos-kinesis lint $(RESOURCES) ./config/*.yaml $(wildcard resources/*.yaml)
 	$(BIN)/benthos-kinesis test $(RESOURCES) ./config/...
+
+# The modules beside the main one: the Kubernetes manifests, whose test
+# decodes them into the Kubernetes API types (kept out of the main module),
+# and the example of a Benthos binary of your own with the input in it.
+modules:
+	cd config/deploy && $(GO) vet ./... && $(GO) test ./...
+	cd cmd/example-own-binary && $(GO) vet ./... && $(GO) build -o /dev/null .
 
 # The input's documentation, generated from its config spec.
 docs:

@@ -72,6 +72,15 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		if err := checkpoint.CheckDir(conf.CheckpointDir); err != nil {
 			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
 		}
+		var streams []string
+		for _, ref := range conf.Streams {
+			streams = append(streams, ref.String())
+		}
+		if err := checkpoint.CheckLocks(conf.CheckpointDir, streams); err != nil {
+			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+		}
+	} else if err := checkTable(conf); err != nil {
+		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kinesisInput{
@@ -91,6 +100,21 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 // Connect checks that every stream exists, opens the checkpoint store and
 // starts reading. Errors name the stream, the endpoint and what to do; Benthos
 // retries Connect with backoff.
+// checkTable stops the binary at start when the lease table cannot serve
+// whatever happens next (access denied, missing with create off, another
+// kind of table), rather than Connect retrying it for ever. What it cannot
+// tell within a few seconds is left to Connect.
+func checkTable(conf config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg, err := awsclient.Load(ctx, conf.settings())
+	if err != nil {
+		return nil // Connect says why, and retries
+	}
+	l := conf.Leases
+	return lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+}
+
 func (in *kinesisInput) Connect(ctx context.Context) error {
 	in.connMu.Lock()
 	defer in.connMu.Unlock()

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 )
 
 // TestBinaryCommands checks that the binary behaves as any Benthos binary
@@ -97,10 +103,12 @@ output:
 	}
 }
 
-// TestUnusableCheckpointDirStopsTheBinary: a checkpoint directory that can
-// never serve (a file in its place) stops the binary at start with its
-// message and a non-zero exit, instead of being retried for ever.
-func TestUnusableCheckpointDirStopsTheBinary(t *testing.T) {
+// TestUnusableStoreStopsTheBinary: a checkpoint store that can never serve
+// stops the binary at start with its message and a non-zero exit, instead
+// of being retried for ever: a file in place of checkpoint.dir, a stream
+// another process reads from the same directory, a lease table that does
+// not exist (create: false) or that the credentials may not use.
+func TestUnusableStoreStopsTheBinary(t *testing.T) {
 	t.Parallel()
 	bin, err := buildBinary()
 	if err != nil {
@@ -109,32 +117,69 @@ func TestUnusableCheckpointDirStopsTheBinary(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "not-a-dir")
 	os.WriteFile(file, []byte("x"), 0o644)
-	config := filepath.Join(dir, "c.yaml")
-	os.WriteFile(config, []byte(`
+
+	// A pipeline of another process holds stream orders in held/.
+	held := filepath.Join(dir, "held")
+	store, err := checkpoint.OpenFile(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, err := store.Load(t.Context(), "arn:aws:kinesis:us-east-1:123456789012:stream/orders"); err != nil {
+		t.Fatal(err)
+	}
+	d := emulator.Dynalite(t)
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","message":"User: arn:aws:iam::123456789012:user/app is not authorized to perform: dynamodb:DescribeTable"}`)
+	}))
+	t.Cleanup(denied.Close)
+
+	for _, c := range []struct {
+		name, checkpoint string
+		want             []string
+	}{
+		{"a file as checkpoint.dir", "{ dir: " + file + " }", []string{"field checkpoint.dir", "is a file, not a directory"}},
+		{"a stream held by another process", "{ dir: " + held + " }", []string{"field checkpoint.dir", "stream orders is read from checkpoint directory", "by another process"}},
+		{"a missing lease table", "{ dynamodb: { table: absent, create: false, endpoint: '" + d.Endpoint + "' } }", []string{"field checkpoint.dynamodb.table", `"absent" does not exist`}},
+		{"a lease table access is denied to", "{ dynamodb: { table: leases, endpoint: '" + denied.URL + "' } }", []string{"field checkpoint.dynamodb.table", "access denied; the input needs dynamodb:DescribeTable"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			config := filepath.Join(t.TempDir(), "c.yaml")
+			os.WriteFile(config, []byte(`
 http: { enabled: false }
 input:
   aws_kinesis_streams:
     streams: [ orders ]
     region: us-east-1
+    credentials: { id: fake, secret: fake }
     reader: polling
-    checkpoint: { dir: `+file+` }
+    checkpoint: `+c.checkpoint+`
 output:
   drop: {}
 `), 0o644)
-	cmd := exec.Command(bin, "run", config)
-	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("the binary still runs 20 s after starting with a file as checkpoint.dir")
-	}
-	if err == nil {
-		t.Fatalf("the binary exited 0; output:\n%s", out)
-	}
-	if !strings.Contains(string(out), "field checkpoint.dir") || !strings.Contains(string(out), "is a file, not a directory") {
-		t.Fatalf("the binary's output does not say what is wrong:\n%s", out)
+			cmd := exec.Command(bin, "run", config)
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("the binary still runs 20 s after starting; output:\n%s", out)
+			}
+			if err == nil {
+				t.Fatalf("the binary exited 0; output:\n%s", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(out), w) {
+					t.Fatalf("the binary's output does not say %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

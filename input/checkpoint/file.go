@@ -76,6 +76,51 @@ func CheckDir(dir string) error {
 	return nil
 }
 
+// CheckLocks reports a stream of streams (names or ARNs) that another
+// process reads from dir now: its lock is held. It takes each lock for an
+// instant only, so that a second pipeline on the same directory stops at
+// start with the reason, rather than retrying for ever; the lock taken on
+// the first load remains the rule.
+func CheckLocks(dir string, streams []string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // missing, or unreadable: CheckDir and OpenFile say so
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json.lock")
+		if !ok {
+			continue
+		}
+		for _, s := range streams {
+			if !lockOf(name, s) {
+				continue
+			}
+			l, err := lockFile(filepath.Join(dir, e.Name()))
+			if errors.Is(err, ErrLocked) {
+				return fmt.Errorf("stream %s is read from checkpoint directory %q by another process (%w): give each instance its own directory, or share the stream through checkpoint.dynamodb", s, dir, err)
+			}
+			if err == nil {
+				unlockFile(l)
+			}
+		}
+	}
+	return nil
+}
+
+// lockOf reports whether the lock file base (a fileName without .json) is
+// of stream s, given by ARN or by name (in any region and account).
+func lockOf(base, s string) bool {
+	if strings.HasPrefix(s, "arn:") {
+		return base+".json" == fileName(s)
+	}
+	region, rest, ok := strings.Cut(base, ".")
+	if !ok || region == "" {
+		return false
+	}
+	account, stream, ok := strings.Cut(rest, ".")
+	return ok && len(account) == 12 && strings.Trim(account, "0123456789") == "" && stream+".json" == fileName(s)
+}
+
 // Path returns the file that holds a stream's checkpoints.
 func (f *File) Path(streamARN string) string {
 	return filepath.Join(f.dir, fileName(streamARN))

@@ -216,3 +216,25 @@ func saveForever(dir string) {
 		}
 	}
 }
+
+// TestLockOf: a lock file is matched to a stream given by ARN exactly, and
+// to one given by name in any region and account, never to a stream whose
+// name only ends like it.
+func TestLockOf(t *testing.T) {
+	for _, c := range []struct {
+		base, stream string
+		want         bool
+	}{
+		{"us-east-1.123456789012.orders", "orders", true},
+		{"eu-west-1.123456789012.orders", "orders", true},
+		{"us-east-1.123456789012.orders", "arn:aws:kinesis:us-east-1:123456789012:stream/orders", true},
+		{"us-east-1.123456789012.orders", "arn:aws:kinesis:us-east-1:999999999999:stream/orders", false},
+		{"us-east-1.123456789012.a.orders", "orders", false},
+		{"us-east-1.123456789012.a.orders", "a.orders", true},
+		{"us-east-1.1234.orders", "orders", false},
+	} {
+		if got := lockOf(c.base, c.stream); got != c.want {
+			t.Errorf("lockOf(%q, %q) = %v, want %v", c.base, c.stream, got, c.want)
+		}
+	}
+}

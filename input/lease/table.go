@@ -74,7 +74,7 @@ func Open(ctx context.Context, api API, name string, create bool) (*Table, error
 			if attempt > 0 {
 				break // created by us and not described yet
 			}
-			return nil, fmt.Errorf("DynamoDB table %q does not exist: create it with the hash key %s (string), or set create: true to let the input create it", name, attrKey)
+			return nil, missingTable(name)
 		case err != nil:
 			return nil, t.fail("describing", err)
 		default:
@@ -91,6 +91,34 @@ func Open(ctx context.Context, api API, name string, create bool) (*Table, error
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// Check reports, with one DescribeTable call, what keeps the table from
+// serving whatever happens next: access denied, a missing table that create
+// is off for, a key schema of another kind of table. Any other failure
+// (no network yet, throttling) is no answer, and Check returns nil: Open,
+// retried, meets it.
+func Check(ctx context.Context, api API, name string, create bool) error {
+	t := &Table{api: api, name: name}
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	var missing *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &missing):
+		if create {
+			return nil
+		}
+		return missingTable(name)
+	case err != nil:
+		if code := awserr.Code(err); code == "AccessDeniedException" || code == "UnrecognizedClientException" {
+			return t.fail("describing", err)
+		}
+		return nil
+	}
+	return checkSchema(name, out.Table)
+}
+
+func missingTable(name string) error {
+	return fmt.Errorf("DynamoDB table %q does not exist: create it with the hash key %s (string), or set create: true to let the input create it", name, attrKey)
 }
 
 // Name is the table's name.
