@@ -2,6 +2,7 @@ package input
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -93,11 +94,22 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 // convert returns the messages of b, the position of the last one and the
 // number of records they stand for. c.positions holds each message's position.
 func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Position, int) {
-	msgs := make(service.MessageBatch, 0, len(b.Records))
+	msgs, last, n, _ := c.convertPart(b, 0, math.MaxInt)
+	return msgs, last, n
+}
+
+// convertPart is convert of the records of b from index from on, stopping
+// after the record that brings the messages to max or more (an aggregate's
+// user records are never split over two parts). next is the index of the
+// first record left, len(b.Records) when none is: a read converted part by
+// part holds messages for one part at a time.
+func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.MessageBatch, last checkpoint.Position, n, next int) {
+	msgs = make(service.MessageBatch, 0, min(max, len(b.Records)-from))
 	c.positions = c.positions[:0]
 	var millis any = strconv.FormatInt(b.MillisBehindLatest, 10)
 	var bytes int64
-	for i := range b.Records {
+	i := from
+	for ; i < len(b.Records) && len(msgs) < max; i++ {
 		rec := &b.Records[i]
 		seq := aws.ToString(rec.SequenceNumber)
 		bytes += int64(len(rec.Data))
@@ -126,12 +138,12 @@ func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Pos
 		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis))
 		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
 	}
-	c.metrics.recordsRead.Incr(int64(len(b.Records)), c.stream, c.shardID)
+	c.metrics.recordsRead.Incr(int64(i-from), c.stream, c.shardID)
 	c.metrics.bytesRead.Incr(bytes, c.stream, c.shardID)
 	if len(msgs) == 0 {
-		return nil, checkpoint.Position{}, 0
+		return nil, checkpoint.Position{}, 0, i
 	}
-	return msgs, c.positions[len(c.positions)-1], len(msgs)
+	return msgs, c.positions[len(c.positions)-1], len(msgs), i
 }
 
 // unpack appends the user records of an aggregated record. A corrupt

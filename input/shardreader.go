@@ -17,11 +17,14 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// heldBatch is converted records waiting to be emitted, with the position of
-// each.
-type heldBatch struct {
+// pendingRead is a read waiting to be emitted: messages already converted
+// (with the position of each), then the records of b from next on, which
+// are converted a part at a time as room is made for them.
+type pendingRead struct {
 	msgs      service.MessageBatch
 	positions []checkpoint.Position
+	b         shard.Batch
+	next      int
 }
 
 // shardReader reads one shard: a publisher goroutine fetches batches and
@@ -41,11 +44,16 @@ type shardReader struct {
 	conv    *converter
 
 	batches <-chan shard.Batch // from the publisher goroutine
+	// ready tells the publisher goroutine that the reader is on the last
+	// part of the read it was handed: it may fetch the next one. So a shard
+	// holds one read being emitted and at most one more, not a queue of
+	// them, and the next read is on its way while the last part drains.
+	ready chan struct{}
 
 	// Set while merging reads into a batch waiting for the pipeline: a read
-	// that ended the shard, and converted records that did not fit.
+	// that ended the shard, and a read that did not fit.
 	end  *shard.Batch
-	held *heldBatch
+	held *pendingRead
 
 	batcher   *service.Batcher // nil when the batch policy is empty
 	hasPeriod bool
@@ -109,6 +117,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 	pctx, pcancel := context.WithCancel(ctx)
 	batches := make(chan shard.Batch)
 	r.batches = batches
+	r.ready = make(chan struct{}, 1)
 	var pwg sync.WaitGroup
 	pwg.Add(1)
 	go func() {
@@ -158,7 +167,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			for r.held != nil {
 				h := r.held
 				r.held = nil
-				if err := r.emitRead(ctx, h.msgs, h.positions); err != nil {
+				if err := r.emitPending(ctx, h); err != nil {
 					return ev
 				}
 			}
@@ -220,7 +229,17 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			if n := len(b.Records); n > 0 {
 				last = aws.ToString(b.Records[n-1].SequenceNumber)
 			}
-			return nil
+			if b.End {
+				return nil
+			}
+			// Fetch the next read once the reader is on this one's last
+			// part (see ready).
+			select {
+			case <-r.ready:
+				return nil
+			case <-dctx.Done():
+				return dctx.Err()
+			}
 		})
 		if last != "" {
 			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
@@ -285,15 +304,13 @@ func (r *shardReader) checkpointExpired(from shard.Start) {
 func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	id := r.info.id
 	r.s.setBehind(id, b.MillisBehindLatest)
-	if len(b.Records) == 0 {
-		return nil
+	if r.batcher == nil {
+		return r.emitPending(ctx, &pendingRead{b: b})
 	}
+	r.readyForMore()
 	msgs, _, n := r.conv.convert(b)
 	if n == 0 {
 		return nil // nothing to hand over: e.g. an empty aggregate, or one whose acknowledged user records were skipped
-	}
-	if r.batcher == nil {
-		return r.emitRead(ctx, msgs, slices.Clone(r.conv.positions))
 	}
 	for i, m := range msgs {
 		r.pending++
@@ -336,10 +353,41 @@ func (r *shardReader) flush(ctx context.Context) error {
 	return r.emit(ctx, batch, pos, n, false)
 }
 
-// emitRead emits the messages of one read, without a batch policy, in
-// batches no larger than the tracker's room (so at most checkpoint.limit
-// records), so that the limit also bounds what a large read puts in flight.
-func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, positions []checkpoint.Position) error {
+// readyForMore lets the publisher goroutine fetch the next read.
+func (r *shardReader) readyForMore() {
+	select {
+	case r.ready <- struct{}{}:
+	default:
+	}
+}
+
+// emitPending emits a read, without a batch policy: its converted messages,
+// then its records converted a part of at most checkpoint.limit messages at
+// a time, so that a large read holds messages for one part, not for all of
+// its records. Once on its last part, the publisher may fetch the next read.
+func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) error {
+	for {
+		last := p.next >= len(p.b.Records)
+		if last {
+			r.readyForMore()
+		}
+		if len(p.msgs) > 0 {
+			if err := r.emitRead(ctx, p.msgs, p.positions, last); err != nil {
+				return err
+			}
+		}
+		if last {
+			return nil
+		}
+		msgs, _, _, next := r.conv.convertPart(p.b, p.next, r.tracker.limit)
+		p.msgs, p.positions, p.next = msgs, slices.Clone(r.conv.positions), next
+	}
+}
+
+// emitRead emits messages of one read in batches no larger than the
+// tracker's room (so at most checkpoint.limit records), so that the limit
+// also bounds what a large read puts in flight. last says they end the read.
+func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, positions []checkpoint.Position, last bool) error {
 	for start := 0; start < len(msgs); {
 		// A batch no larger than the room left is admitted at once. Waiting
 		// for room for a larger one could wait for ever: the records in
@@ -348,7 +396,7 @@ func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, p
 		end := min(start+r.tracker.Room(), len(msgs))
 		// Only the read's last batch may take in later reads: they must
 		// follow every record of this one.
-		if err := r.emit(ctx, msgs[start:end], positions[end-1], end-start, end == len(msgs)); err != nil {
+		if err := r.emit(ctx, msgs[start:end], positions[end-1], end-start, last && end == len(msgs)); err != nil {
 			return err
 		}
 		start = end
@@ -439,8 +487,15 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 				end := b
 				r.end, more = &end, nil
 			}
+			if len(b.Records) > r.tracker.limit {
+				// More than could join: left whole for emitPending, which
+				// converts it a part at a time.
+				r.held, more = &pendingRead{b: b}, nil
+				continue
+			}
 			msgs, last, m := r.conv.convert(b)
 			if m == 0 {
+				r.readyForMore()
 				continue
 			}
 			switch {
@@ -448,9 +503,10 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			case e == nil && n+m <= r.tracker.Room():
 				pos, n = last, n+m
 			default:
-				r.held, more = &heldBatch{msgs: msgs, positions: slices.Clone(r.conv.positions)}, nil
+				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions)}, nil
 				continue
 			}
+			r.readyForMore()
 			batch = append(batch, msgs...)
 			r.watchBehind()
 		}

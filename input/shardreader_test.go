@@ -121,3 +121,29 @@ batching:
 	p2.StopWhen(t, out2, len(want), 30*time.Second)
 	inputtest.CheckDelivery(t, out2.All(), want, true)
 }
+
+// TestAShardReadsOneReadAhead: while the pipeline holds a shard's first
+// batch unacknowledged, the shard holds its first read and fetches no
+// other: its next read is fetched only once the reader is on the first
+// one's last part. Before the fix the publisher fetched the next read at
+// once and a reader held up to three reads of converted messages per shard
+// (the peak memory of a backlog drain). Then everything arrives, in order.
+func TestAShardReadsOneReadAhead(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	want := fakeProduce(t, srv, "orders", "a", 3000, 7)
+	hold := make(chan struct{})
+	out := &inputtest.Collector{Hold: hold}
+	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 100 }", "reader: polling\npolling: { interval: 200ms, limit: 1000 }")
+	p := inputtest.StartPipeline(t, conf, out)
+	waitUntil(t, 30*time.Second, func() bool { return srv.Calls("GetRecords") >= 1 })
+	// Five polling intervals: time enough for any fetch ahead to be made.
+	time.Sleep(5 * 200 * time.Millisecond)
+	if n := srv.Calls("GetRecords"); n != 1 {
+		t.Fatalf("%d GetRecords calls while the first batch of the first read waits for the pipeline, want 1", n)
+	}
+	close(hold)
+	p.StopWhen(t, out, len(want), time.Minute)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckOrder(t, out.All())
+}

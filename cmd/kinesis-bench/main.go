@@ -13,6 +13,7 @@
 //	kinesis-bench -scenarios input-efo -cpuprofile efo.pprof
 //	kinesis-bench -scenarios input-efo -set auto_replay_nacks=false
 //	kinesis-bench -scenarios input-efo-strict -shards 1 -output-delay 2ms
+//	kinesis-bench -process bin/benthos-kinesis -readers polling,efo
 //
 // A scenario's baseline always runs with it. Each round runs every scenario
 // once, in the order of the table, after -warmup rounds that are not
@@ -52,6 +53,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		warmup     = fs.Int("warmup", 1, "rounds run first and not reported (the first runs of a process pay for growing its heap)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the runs (labelled scenario=<name>) to this file")
 		outDelay   = fs.Duration("output-delay", 0, "time the input scenarios' output takes for each batch, as a real output's round trip does")
+		process    = fs.String("process", "", "instead of the scenarios: run this benthos-kinesis binary as a process draining the plain stream, by each of -readers, and report its peak resident memory")
+		readers    = fs.String("readers", "polling,efo", "with -process: the readers to run")
+		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
 		set        settings
 	)
 	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")
@@ -60,6 +64,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *records < *shards || *shards < 1 || *size < 1 || *aggregate < 1 || *rounds < 1 || *warmup < 0 {
 		return fmt.Errorf("want -records >= -shards >= 1, -size, -aggregate and -rounds >= 1, -warmup >= 0")
+	}
+	if *process != "" {
+		return runProcesses(stdout, stderr, fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, *process, strings.Split(*readers, ","), *rounds, *warmup, *heapprof)
 	}
 	selected, err := selectScenarios(*names)
 	if err != nil {

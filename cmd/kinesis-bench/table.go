@@ -47,7 +47,8 @@ func printTable(w io.Writer, cfg fakeConfig, rounds int, selected []scenario, re
 	return tw.Flush()
 }
 
-func median(rs []result, f func(result) float64) float64 {
+// median is the median over runs of f of a run.
+func median[R any](rs []R, f func(R) float64) float64 {
 	vs := make([]float64, len(rs))
 	for i, r := range rs {
 		vs[i] = f(r)
