@@ -227,7 +227,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	}, sdkopt.OwnProtocol, noSDKRetries)
+	}, sdkopt.FastRecords, noSDKRetries)
 	stopped := callTimer.Stop()
 	// The gap to the next call counts from the answer: the service saw this
 	// call no later than that, so the next one reaches it a full gap later.

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 )
 
 // Settings say how to reach AWS. The zero value of each field means the AWS
@@ -117,9 +118,10 @@ func httpClient(tlsConf *tls.Config) *awshttp.BuildableClient {
 	})
 }
 
-// Kinesis builds a Kinesis client, for a custom endpoint when one is set.
+// Kinesis builds a Kinesis client, for a custom endpoint when one is set,
+// decoding records with sdkopt.FastRecords.
 func Kinesis(cfg aws.Config, endpoint string) *kinesis.Client {
-	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
+	return kinesis.NewFromConfig(cfg, sdkopt.FastRecords, func(o *kinesis.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
