@@ -223,11 +223,15 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		cancel()
 	})
 	r.consumer, r.generation = r.consumerARN()
+	// Events are decoded when this loop waits for one, not two ahead in the
+	// SDK's goroutines while the pipeline is busy.
+	gate := sdkopt.NewEventGate()
+	defer gate.Close()
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	}, sdkopt.FastRecords, noSDKRetries)
+	}, gate.Option, noSDKRetries)
 	stopped := callTimer.Stop()
 	// The gap to the next call counts from the answer: the service saw this
 	// call no later than that, so the next one reaches it a full gap later.
@@ -239,11 +243,13 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		return false, err
 	}
 	if !stopped { // the timer fired just as the answer came: the stream is cancelled
+		gate.Close()
 		out.GetStream().Close()
 		return false, errUnanswered
 	}
 	stream := out.GetStream()
 	defer stream.Close()
+	defer gate.Close() // before the stream's Close, which waits for its decoding goroutine
 	r.opts.Hooks.Subscribed(r.shardID, r.subscriptions > 0)
 	r.subscriptions++
 	r.opts.Logger.Debugf("shard %s: subscribed from %v", r.shardID, r.pos)
@@ -253,6 +259,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 	for {
 		var ev types.SubscribeToShardEventStream
 		var ok bool
+		gate.Next()
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()

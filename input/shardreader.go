@@ -44,10 +44,9 @@ type shardReader struct {
 	conv    *converter
 
 	batches <-chan shard.Batch // from the publisher goroutine
-	// ready tells the publisher goroutine that the reader is on the last
-	// part of the read it was handed: it may fetch the next one. So a shard
-	// holds one read being emitted and at most one more, not a queue of
-	// them, and the next read is on its way while the last part drains.
+	// ready tells the publisher goroutine that it may fetch the next read
+	// (see emitPending): a shard holds one read being emitted and at most
+	// one more, not a queue of them.
 	ready chan struct{}
 
 	// Set while merging reads into a batch waiting for the pipeline: a read
@@ -364,19 +363,28 @@ func (r *shardReader) readyForMore() {
 // emitPending emits a read, without a batch policy: its converted messages,
 // then its records converted a part of at most checkpoint.limit messages at
 // a time, so that a large read holds messages for one part, not for all of
-// its records. Once on its last part, the publisher may fetch the next read.
+// its records. After a large read the publisher fetches the next one once
+// the last part is out, so that a shard never holds two large reads (the
+// peak memory of a backlog drained by many shards; the fetch takes less
+// than the pipeline takes to drain the part). After a small read (at the
+// tip) the next is fetched as its last part waits for the pipeline, to
+// join it there.
 func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) error {
+	early := len(p.b.Records) <= r.tracker.limit
 	for {
 		last := p.next >= len(p.b.Records)
-		if last {
+		if last && early {
 			r.readyForMore()
 		}
 		if len(p.msgs) > 0 {
-			if err := r.emitRead(ctx, p.msgs, p.positions, last); err != nil {
+			if err := r.emitRead(ctx, p.msgs, p.positions, last && early); err != nil {
 				return err
 			}
 		}
 		if last {
+			if !early {
+				r.readyForMore()
+			}
 			return nil
 		}
 		msgs, _, _, next := r.conv.convertPart(p.b, p.next, r.tracker.limit)

@@ -88,6 +88,9 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 	}
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "run", config)
+	if env := os.Getenv("KINESIS_BENCH_CHILD_ENV"); env != "" {
+		cmd.Env = append(os.Environ(), strings.Fields(env)...)
+	}
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -125,6 +128,13 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 			return r, fmt.Errorf("the binary exited; its log:\n%s", logs.String())
 		}
 	}
+	defer func() {
+		// KINESIS_BENCH_CHILD_LOG=path keeps the binary's log (e.g. with
+		// GODEBUG=gctrace=1 in the environment).
+		if path := os.Getenv("KINESIS_BENCH_CHILD_LOG"); path != "" {
+			os.WriteFile(path, logs.Bytes(), 0o644)
+		}
+	}()
 	r.kernelHW = procStatus(cmd.Process.Pid, "VmHWM")
 	r.records = f.cfg.records
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -3,6 +3,7 @@ package sdkopt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync"
@@ -29,10 +30,15 @@ func FastRecords(o *kinesis.Options) {
 	o.Protocol = &recordsProtocol{ClientProtocol: awsjson.New11(schemas.Kinesis_20131202)}
 }
 
+// maxEventBytes bounds the buffer made ahead for an event message: a
+// SubscribeToShard event holds at most about 1 MiB of records (as JSON,
+// base64 data: under 2 MiB); a length beyond this is left to the decoder,
+// which rejects what is malformed.
+const maxEventBytes = 16 << 20
+
 type recordsProtocol struct {
 	smithyhttp.ClientProtocol
-
-	bodies sync.Pool // *bytes.Buffer, GetRecords bodies (concurrent calls)
+	gate *EventGate // nil: events are decoded as the SDK asks
 
 	// Event messages of the one subscription this instance serves.
 	events  *eventstream.Decoder
@@ -45,14 +51,12 @@ func (p *recordsProtocol) DeserializeResponse(ctx context.Context, schema *smith
 	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
 	}
-	buf, _ := p.bodies.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
-	defer p.bodies.Put(buf)
-	buf.Reset()
+	// A buffer of the body's size, garbage once decoded: kept in a pool,
+	// the bodies of every shard would stay live between calls and raise
+	// the heap the garbage collector lets grow before it runs.
+	var buf bytes.Buffer
 	if n := resp.ContentLength; n > 0 {
-		buf.Grow(int(n))
+		buf.Grow(int(n) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return &smithy.DeserializationError{Err: err}
@@ -72,7 +76,27 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 	if p.events == nil {
 		p.events = eventstream.NewDecoder()
 	}
-	msg, err := p.events.Decode(r, p.payload[:0])
+	if p.gate != nil {
+		select {
+		case <-p.gate.tokens:
+		case <-p.gate.done:
+			return nil, io.EOF
+		}
+	}
+	// The message's total length leads its prelude: with room for all of
+	// it (and the read that finds its end), the payload is read into the
+	// buffer without growing it by doubling.
+	var total [4]byte
+	if _, err := io.ReadFull(r, total[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, io.EOF
+		}
+		return nil, err
+	}
+	if n := int(binary.BigEndian.Uint32(total[:])) + bytes.MinRead; cap(p.payload) < n && n <= maxEventBytes {
+		p.payload = make([]byte, 0, n)
+	}
+	msg, err := p.events.Decode(io.MultiReader(bytes.NewReader(total[:]), r), p.payload[:0])
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, io.EOF
@@ -104,3 +128,38 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 	}
 	return p.ClientProtocol.DeserializeEventMessage(schema, reg, &frame)
 }
+
+// EventGate paces the decoding of one subscription's events. The SDK's
+// event stream reader decodes the next event as soon as it has handed one
+// on, and two goroutines of its own each hold one the caller has not taken:
+// two decoded events per subscription waiting on a slow pipeline. Through a
+// gate an event is decoded only once the caller waits for it (Next): the
+// network read goes on as before, within the stream's flow-control window.
+type EventGate struct {
+	tokens chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+// NewEventGate returns a closed gate: call Next to let an event through.
+func NewEventGate() *EventGate {
+	return &EventGate{tokens: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Option gives a SubscribeToShard call FastRecords decoding through the
+// gate.
+func (g *EventGate) Option(o *kinesis.Options) {
+	o.Protocol = &recordsProtocol{ClientProtocol: awsjson.New11(schemas.Kinesis_20131202), gate: g}
+}
+
+// Next lets one more event be decoded: call it before waiting for one.
+func (g *EventGate) Next() {
+	select {
+	case g.tokens <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends a decoding waiting at the gate, as the stream ends: call it
+// before closing the stream.
+func (g *EventGate) Close() { g.once.Do(func() { close(g.done) }) }

@@ -113,3 +113,75 @@ func TestFastRecordsReadsAsTheSDK(t *testing.T) {
 		t.Fatalf("an exception frame through FastRecords: %v, want InternalFailureException", err)
 	}
 }
+
+// TestEventGate: through a gate, events come as the caller asks for them
+// (every record, in order), and closing the gate ends a decoding that waits
+// at it, so the SDK's goroutines end with the stream.
+func TestEventGate(t *testing.T) {
+	t.Parallel()
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("s", 1), kinesisfake.Quotas(false), kinesisfake.SubscribeTakeoverWindow(0), kinesisfake.MaxEventRecords(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	for i := range 100 {
+		if _, _, err := srv.Put("s", "k", fmt.Appendf(nil, "%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumer, err := srv.RegisterConsumer("s", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	client := srv.NewClient()
+	subscribe := func(g *sdkopt.EventGate) *kinesis.SubscribeToShardEventStream {
+		out, err := client.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{
+			ConsumerARN: aws.String(consumer), ShardId: aws.String("shardId-000000000000"),
+			StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeTrimHorizon},
+		}, g.Option)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.GetStream()
+	}
+
+	g := sdkopt.NewEventGate()
+	es := subscribe(g)
+	var got []string
+	for len(got) < 100 {
+		g.Next()
+		ev, ok := <-es.Events()
+		if !ok {
+			t.Fatalf("the stream ended after %d records: %v", len(got), es.Err())
+		}
+		for _, r := range ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent).Value.Records {
+			got = append(got, string(r.Data))
+		}
+	}
+	for i, d := range got {
+		if d != fmt.Sprintf("%03d", i) {
+			t.Fatalf("record %d is %q", i, d)
+		}
+	}
+	g.Close()
+	es.Close()
+
+	// Never asked: the decoding waits at the gate until it closes.
+	g = sdkopt.NewEventGate()
+	es = subscribe(g)
+	closed := make(chan struct{})
+	go func() {
+		g.Close()
+		es.Close()
+		for range es.Events() { // closed once the SDK's decoding goroutine has returned
+		}
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream's decoding goroutine did not end within 10 s of closing the gate and the stream")
+	}
+}
