@@ -14,6 +14,7 @@
 //	kinesis-bench -scenarios input-efo -set auto_replay_nacks=false
 //	kinesis-bench -scenarios input-efo-strict -shards 1 -output-delay 2ms
 //	kinesis-bench -process bin/benthos-kinesis -readers polling,efo
+//	kinesis-bench -latency -rate 1000 -duration 10s
 //
 // A scenario's baseline always runs with it. Each round runs every scenario
 // once, in the order of the table, after -warmup rounds that are not
@@ -31,6 +32,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -54,7 +56,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the runs (labelled scenario=<name>) to this file")
 		outDelay   = fs.Duration("output-delay", 0, "time the input scenarios' output takes for each batch, as a real output's round trip does")
 		process    = fs.String("process", "", "instead of the scenarios: run this benthos-kinesis binary as a process draining the plain stream, by each of -readers, and report its peak resident memory")
-		readers    = fs.String("readers", "polling,efo", "with -process: the readers to run")
+		readers    = fs.String("readers", "polling,efo", "with -process or -latency: the readers to run")
+		latency    = fs.Bool("latency", false, "instead of the scenarios: put -rate records per second while the input reads them, by each of -readers, and report the delay from put to output (p50, p99, p99.9)")
+		rate       = fs.Int("rate", 1000, "with -latency: records put per second")
+		duration   = fs.Duration("duration", 10*time.Second, "with -latency: how long each reader is measured, after a second of warm-up")
 		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
 		set        settings
 	)
@@ -64,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *records < *shards || *shards < 1 || *size < 1 || *aggregate < 1 || *rounds < 1 || *warmup < 0 {
 		return fmt.Errorf("want -records >= -shards >= 1, -size, -aggregate and -rounds >= 1, -warmup >= 0")
+	}
+	if *latency {
+		return runLatency(stdout, stderr, fakeConfig{shards: *shards, set: set}, strings.Split(*readers, ","), *rate, *duration)
 	}
 	if *process != "" {
 		return runProcesses(stdout, stderr, fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, *process, strings.Split(*readers, ","), *rounds, *warmup, *heapprof)
