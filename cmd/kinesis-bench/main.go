@@ -15,6 +15,7 @@
 //	kinesis-bench -scenarios input-efo-strict -shards 1 -output-delay 2ms
 //	kinesis-bench -process bin/benthos-kinesis -readers polling,efo
 //	kinesis-bench -latency -rate 1000 -duration 10s
+//	kinesis-bench -process bin/benthos-kinesis -idle 20s -shard-counts 64,256,512
 //
 // A scenario's baseline always runs with it. Each round runs every scenario
 // once, in the order of the table, after -warmup rounds that are not
@@ -31,6 +32,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		latency    = fs.Bool("latency", false, "instead of the scenarios: put -rate records per second while the input reads them, by each of -readers, and report the delay from put to output (p50, p99, p99.9)")
 		rate       = fs.Int("rate", 1000, "with -latency: records put per second")
 		duration   = fs.Duration("duration", 10*time.Second, "with -latency: how long each reader is measured, after a second of warm-up")
+		idle       = fs.Duration("idle", 0, "with -process: instead of draining, read empty streams of each of -shard-counts shards (AWS quotas on) and report the time until every shard is read, then RSS, CPU and goroutines over this long")
+		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
 		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
 		set        settings
 	)
@@ -72,6 +76,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *latency {
 		return runLatency(stdout, stderr, fakeConfig{shards: *shards, set: set}, strings.Split(*readers, ","), *rate, *duration)
+	}
+	if *process != "" && *idle > 0 {
+		var ns []int
+		for _, c := range strings.Split(*counts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(c))
+			if err != nil || n < 1 {
+				return fmt.Errorf("-shard-counts: %q is not a number of shards", c)
+			}
+			ns = append(ns, n)
+		}
+		return runIdle(stdout, stderr, fakeConfig{set: set}, *process, strings.Split(*readers, ","), ns, *idle)
 	}
 	if *process != "" {
 		return runProcesses(stdout, stderr, fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, *process, strings.Split(*readers, ","), *rounds, *warmup, *heapprof)

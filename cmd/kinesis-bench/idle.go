@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+// The -idle mode: the binary, as a process, reads an empty stream of many
+// shards from the fake with AWS's quotas on (control plane and reads), for
+// a while after every shard is being read. It reports how long it took
+// until every shard was read, and then the process's resident memory, CPU
+// and goroutines.
+
+type idleResult struct {
+	reader     string
+	shards     int
+	allReading time.Duration // start of the process to every shard read
+	rss        int64
+	cpu        time.Duration // during the idle window
+	window     time.Duration
+	goroutines int
+}
+
+func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []string, shardCounts []int, window time.Duration) error {
+	var results []idleResult
+	for _, n := range shardCounts {
+		for _, reader := range readers {
+			c := cfg
+			c.shards = n
+			r, err := measureIdle(c, bin, reader, window)
+			if err != nil {
+				return fmt.Errorf("%s, %d shards: %w", reader, n, err)
+			}
+			fmt.Fprintf(stderr, "%s %d shards: all read after %v, RSS %.1f MiB, CPU %v in %v, %d goroutines\n",
+				reader, n, r.allReading.Round(time.Millisecond), mib(r.rss), r.cpu.Round(time.Millisecond), window, r.goroutines)
+			results = append(results, r)
+		}
+	}
+	fmt.Fprintf(stdout, "the benthos-kinesis binary as a process reading empty streams, fake with AWS's quotas on; figures after %v idle with every shard read\n\n", window)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "reader\tshards\tall read after s\tRSS MiB\tRSS KiB/shard\tCPU %\tgoroutines\tgoroutines/shard\t")
+	for _, r := range results {
+		perShard := float64(r.rss) / 1024 / float64(r.shards)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%.2f\t\n", r.reader, r.shards, r.allReading.Seconds(), mib(r.rss), perShard,
+			100*r.cpu.Seconds()/r.window.Seconds(), r.goroutines, float64(r.goroutines)/float64(r.shards))
+	}
+	return tw.Flush()
+}
+
+func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idleResult, error) {
+	res := idleResult{reader: reader, shards: cfg.shards, window: window}
+	const stream = "idle"
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(stream, cfg.shards), kinesisfake.Quotas(true), kinesisfake.ConsumerActivationDelay(0))
+	if err != nil {
+		return res, err
+	}
+	defer srv.Close()
+	if _, err := srv.RegisterConsumer(stream, consumer); err != nil {
+		return res, err
+	}
+	f := &fake{cfg: cfg, srv: srv}
+	dir, err := os.MkdirTemp("", "kinesis-bench-idle-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	fields := settings{{"reader", reader}}
+	if reader == "efo" {
+		fields = append(fields, setting{"efo.consumer_name", consumer})
+	}
+	in, err := inputYAML(f, stream, filepath.Join(dir, "checkpoints"), fields)
+	if err != nil {
+		return res, err
+	}
+	var conf map[string]any
+	if err := yaml.Unmarshal([]byte(in), &conf); err != nil {
+		return res, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return res, err
+	}
+	doc, err := yaml.Marshal(map[string]any{
+		"http":   map[string]any{"enabled": true, "address": addr},
+		"input":  conf,
+		"output": map[string]any{"drop": map[string]any{}},
+		"logger": map[string]any{"level": "warn"},
+	})
+	if err != nil {
+		return res, err
+	}
+	config := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(config, doc, 0o644); err != nil {
+		return res, err
+	}
+	var logs bytes.Buffer
+	cmd := exec.CommandContext(context.Background(), bin, "run", config)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	deadline := start.Add(5 * time.Minute)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		if n := shardsRead("http://" + addr + "/metrics"); n >= cfg.shards {
+			res.allReading = time.Since(start)
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("not every shard read within 5 minutes; the binary's log:\n%s", logs.String())
+		}
+		if cmd.ProcessState != nil {
+			return res, fmt.Errorf("the binary exited; its log:\n%s", logs.String())
+		}
+	}
+	cpu0 := procCPU(cmd.Process.Pid)
+	time.Sleep(window)
+	res.cpu = procCPU(cmd.Process.Pid) - cpu0
+	res.rss = procStatus(cmd.Process.Pid, "VmRSS")
+	res.goroutines = int(metricValue("http://"+addr+"/metrics", "go_goroutines"))
+	return res, nil
+}
+
+// shardsRead counts the shards with a kinesis_millis_behind_latest series:
+// each has had a read (a GetRecords answer, or a subscription's event).
+func shardsRead(url string) int {
+	body, err := fetch(url)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "kinesis_millis_behind_latest{") {
+			n++
+		}
+	}
+	return n
+}
+
+func metricValue(url, name string) float64 {
+	body, err := fetch(url)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// procCPU is the user and system time of a process so far.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clkTck
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
