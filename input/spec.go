@@ -211,7 +211,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					Default("200ms").
 					LintRule(durationAtLeast(fPolling+"."+fPollingInterval, 200, "200ms: Kinesis allows 5 GetRecords calls per second per shard")),
 				service.NewIntField(fPollingLimit).
-					Description("The most records one GetRecords call returns, 1 to 10000.").
+					Description("The most records one GetRecords call returns, 1 to 10000. A call asks for fewer when the shard's records are large enough that fewer make 1 MiB: five such calls a second already exceed a shard's 2 MiB/s read quota, and a larger read would only hold more memory per shard.").
 					Default(10000).
 					LintRule(`root = if this < 1 || this > 10000 { [ "field polling.limit: %v is not within 1 to 10000 records per GetRecords call".format(this) ] }`),
 			).

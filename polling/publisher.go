@@ -28,7 +28,8 @@ type Options struct {
 	// shard. Default and minimum: MinInterval.
 	Interval time.Duration
 	// Limit is the most records one GetRecords call returns. Default 10000,
-	// the Kinesis maximum.
+	// the Kinesis maximum. A call asks for fewer when the records are large
+	// enough that fewer make ReadBytes (see limit).
 	Limit int32
 	// RetryLimit is how many consecutive retryable errors (see awserr) a shard
 	// reader tolerates before Read returns the last one. Default 10.
@@ -113,6 +114,45 @@ type reader struct {
 	iterator string
 	backoff  backoff.Backoff
 	failures int
+	// recordSize is the bytes of a record (data and partition key), averaged
+	// over the reads so far; 0 before the first record.
+	recordSize float64
+}
+
+// ReadBytes is what a GetRecords call asks for, in record bytes: five calls
+// a second of it are more than a shard's read quota (2 MiB/s), so asking for
+// more would not read faster on AWS, only hold more in memory per shard
+// (the decoded read, and its response while it is decoded).
+const ReadBytes = 1 << 20
+
+// assumedRecordSize stands for the record size before the first record.
+const assumedRecordSize = 1 << 10
+
+// limit is the records the next call asks for: Options.Limit, or fewer, so
+// that about ReadBytes of records come back.
+func (r *reader) limit() int32 {
+	size := r.recordSize
+	if size <= 0 {
+		size = assumedRecordSize
+	}
+	return int32(min(float64(r.opts.Limit), max(1, ReadBytes/size)))
+}
+
+// observe updates the average record size with a read's records.
+func (r *reader) observe(recs []types.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	var bytes int
+	for i := range recs {
+		bytes += len(recs[i].Data) + len(aws.ToString(recs[i].PartitionKey))
+	}
+	size := float64(bytes) / float64(len(recs))
+	if r.recordSize == 0 {
+		r.recordSize = size
+	} else {
+		r.recordSize = (r.recordSize + size) / 2
+	}
 }
 
 func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
@@ -137,7 +177,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 		out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
 			ShardIterator: aws.String(r.iterator),
-			Limit:         aws.Int32(r.opts.Limit),
+			Limit:         aws.Int32(r.limit()),
 			StreamARN:     aws.String(r.stream),
 		}, noSDKRetries)
 		cancel()
@@ -154,6 +194,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		}
 		r.backoff.Reset()
 		r.failures = 0
+		r.observe(out.Records)
 
 		b := shard.Batch{
 			Records:            out.Records,

@@ -23,6 +23,8 @@ type fakeAPI struct {
 	records   int  // records in the shard
 	closed    bool // the shard is closed at its end
 	perCall   int
+	size      int     // bytes of each record's data; 1 when 0
+	limits    []int32 // the Limit of each GetRecords call
 	iterCalls []*kinesis.GetShardIteratorInput
 	getTimes  []time.Time
 	fail      func(call int) error // GetRecords error for the n-th call, if any
@@ -48,6 +50,7 @@ func (f *fakeAPI) GetRecords(_ context.Context, in *kinesis.GetRecordsInput, _ .
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.getTimes = append(f.getTimes, time.Now())
+	f.limits = append(f.limits, aws.ToInt32(in.Limit))
 	if f.fail != nil {
 		if err := f.fail(len(f.getTimes)); err != nil {
 			return nil, err
@@ -55,9 +58,13 @@ func (f *fakeAPI) GetRecords(_ context.Context, in *kinesis.GetRecordsInput, _ .
 	}
 	next, _ := strconv.Atoi(*in.ShardIterator)
 	out := &kinesis.GetRecordsOutput{MillisBehindLatest: aws.Int64(int64(f.records - next))}
-	for len(out.Records) < f.perCall && next < f.records {
+	data := []byte("x")
+	if f.size > 0 {
+		data = make([]byte, f.size)
+	}
+	for len(out.Records) < min(f.perCall, int(aws.ToInt32(in.Limit))) && next < f.records {
 		next++
-		out.Records = append(out.Records, types.Record{SequenceNumber: aws.String(strconv.Itoa(next)), Data: []byte("x")})
+		out.Records = append(out.Records, types.Record{SequenceNumber: aws.String(strconv.Itoa(next)), Data: data})
 	}
 	if f.closed && next == f.records {
 		out.ChildShards = []types.ChildShard{{ShardId: aws.String("child")}}
@@ -110,6 +117,39 @@ func TestReadsClosedShardToItsEnd(t *testing.T) {
 	last := batches[len(batches)-1]
 	if !last.End || len(last.ChildShards) != 1 || len(last.Records) != 5 {
 		t.Fatalf("last batch: end %v children %v records %d; want the last 5 records with the end in one batch", last.End, last.ChildShards, len(last.Records))
+	}
+}
+
+// TestReadsAboutAMebibytePerCall: a call asks for Options.Limit records, or
+// fewer once the records are large enough that fewer make ReadBytes: five
+// such calls a second exceed a shard's read quota, and a larger read would
+// only hold more in memory.
+func TestReadsAboutAMebibytePerCall(t *testing.T) {
+	api := &fakeAPI{records: 3000, perCall: 10000, size: 4096}
+	p := New(api, "arn:stream", Options{})
+	seqs, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 3000)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	checkSequence(t, seqs, 1, 3000)
+	if api.limits[0] != ReadBytes/assumedRecordSize {
+		t.Fatalf("the first call asked for %d records, want %d (ReadBytes of records of the assumed size)", api.limits[0], ReadBytes/assumedRecordSize)
+	}
+	for i, l := range api.limits[1:] {
+		if l != ReadBytes/4096 {
+			t.Fatalf("call %d asked for %d records of 4 KiB, want %d", i+2, l, ReadBytes/4096)
+		}
+	}
+
+	api = &fakeAPI{records: 30, perCall: 10000, size: 10}
+	p = New(api, "arn:stream", Options{Limit: 20})
+	if _, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 30); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	for i, l := range api.limits {
+		if l != 20 {
+			t.Fatalf("call %d asked for %d records of 10 bytes with Limit 20, want 20", i+1, l)
+		}
 	}
 }
 
