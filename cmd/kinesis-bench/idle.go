@@ -37,8 +37,12 @@ type idleResult struct {
 	goroutines int
 }
 
-func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []string, shardCounts []int, window time.Duration) error {
+// busyPerShard is the backlog per shard the busy runs drain.
+const busyPerShard = 400
+
+func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []string, shardCounts []int, window time.Duration, plotDir string) error {
 	var results []idleResult
+	busy := map[string][]processResult{}
 	for _, n := range shardCounts {
 		for _, reader := range readers {
 			c := cfg
@@ -50,8 +54,27 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 			fmt.Fprintf(stderr, "%s %d shards: all read after %v, RSS %.1f MiB, CPU %v in %v, %d goroutines\n",
 				reader, n, r.allReading.Round(time.Millisecond), mib(r.rss), r.cpu.Round(time.Millisecond), window, r.goroutines)
 			results = append(results, r)
+
+			c.records, c.size = n*busyPerShard, 200
+			f, err := newFake(c, []scenario{{stream: streamPlain}})
+			if err != nil {
+				return err
+			}
+			b, err := runProcess(context.Background(), f, bin, reader, streamPlain, "")
+			f.close()
+			if err != nil {
+				return fmt.Errorf("%s, %d shards busy: %w", reader, n, err)
+			}
+			fmt.Fprintf(stderr, "%s %d shards busy: %s\n", reader, n, b)
+			busy[reader] = append(busy[reader], b)
 		}
 	}
+	if plotDir != "" {
+		if err := plotShards(plotDir, readers, shardCounts, results, busy); err != nil {
+			return err
+		}
+	}
+	defer printBusy(stdout, readers, shardCounts, busy)
 	fmt.Fprintf(stdout, "the benthos-kinesis binary as a process reading empty streams, fake with AWS's quotas on; figures after %v idle with every shard read\n\n", window)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "reader\tshards\tall read after s\tRSS MiB\tRSS KiB/shard\tCPU %\tgoroutines\tgoroutines/shard\t")
@@ -199,4 +222,45 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+func printBusy(w io.Writer, readers []string, shardCounts []int, busy map[string][]processResult) {
+	fmt.Fprintf(w, "\nthe same binary draining %d records of 200 bytes per shard (quotas off)\n\n", busyPerShard)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "reader\tshards\trecords/s\tpeak RSS MiB\tCPU µs/rec\t")
+	for i, n := range shardCounts {
+		for _, reader := range readers {
+			r := busy[reader][i]
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%.2f\t\n", reader, n, float64(r.records)/r.wall.Seconds(), mib(r.peakRSS), float64(r.cpu.Microseconds())/float64(r.records))
+		}
+	}
+	tw.Flush()
+}
+
+// plotShards draws RSS, idle and busy, and records/s against shard count.
+func plotShards(dir string, readers []string, shardCounts []int, idle []idleResult, busy map[string][]processResult) error {
+	xs := make([]float64, len(shardCounts))
+	for i, n := range shardCounts {
+		xs[i] = float64(n)
+	}
+	var rss, rate []series
+	for _, reader := range readers {
+		s := series{name: reader + " idle"}
+		for _, r := range idle {
+			if r.reader == reader {
+				s.values = append(s.values, mib(r.rss))
+			}
+		}
+		b := series{name: reader + " busy"}
+		rs := series{name: reader}
+		for _, r := range busy[reader] {
+			b.values = append(b.values, mib(r.peakRSS))
+			rs.values = append(rs.values, float64(r.records)/r.wall.Seconds())
+		}
+		rss, rate = append(rss, s, b), append(rate, rs)
+	}
+	if err := plotLines(filepath.Join(dir, "rss-vs-shards.png"), "benthos-kinesis resident memory: idle, and peak draining 400 records per shard", "shards", "MiB", xs, rss); err != nil {
+		return err
+	}
+	return plotLines(filepath.Join(dir, "rate-vs-shards.png"), "Records/s draining 400 records of 200 B per shard", "shards", "records/s", xs, rate)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -43,7 +44,7 @@ func (r latencyResult) pct(p float64) time.Duration {
 
 // runLatency measures each reader for d after a warm-up, at rate records
 // per second spread over the shards.
-func runLatency(stdout, stderr io.Writer, cfg fakeConfig, readers []string, rate int, d time.Duration) error {
+func runLatency(stdout, stderr io.Writer, cfg fakeConfig, readers []string, rate int, d time.Duration, plotDir string) error {
 	var results []latencyResult
 	for _, reader := range readers {
 		r, err := measureLatency(cfg, reader, rate, d)
@@ -60,7 +61,21 @@ func runLatency(stdout, stderr io.Writer, cfg fakeConfig, readers []string, rate
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.reader, len(r.delays), ms(r.pct(0.5)), ms(r.pct(0.9)), ms(r.pct(0.99)), ms(r.pct(0.999)), ms(r.delays[len(r.delays)-1]))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if plotDir == "" {
+		return nil
+	}
+	var ss []series
+	for _, r := range results {
+		s := series{name: r.reader}
+		for _, p := range []float64{0.5, 0.9, 0.99, 0.999} {
+			s.values = append(s.values, float64(r.pct(p).Microseconds())/1e3)
+		}
+		ss = append(ss, s)
+	}
+	return plotBarsLog(filepath.Join(plotDir, "latency.png"), fmt.Sprintf("Delay from PutRecord to the output, %d records/s over %d shards", rate, cfg.shards), "ms", []string{"p50", "p90", "p99", "p99.9"}, ss)
 }
 
 func measureLatency(cfg fakeConfig, reader string, rate int, d time.Duration) (latencyResult, error) {

@@ -64,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		duration   = fs.Duration("duration", 10*time.Second, "with -latency: how long each reader is measured, after a second of warm-up")
 		idle       = fs.Duration("idle", 0, "with -process: instead of draining, read empty streams of each of -shard-counts shards (AWS quotas on) and report the time until every shard is read, then RSS, CPU and goroutines over this long")
 		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
+		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory")
 		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
 		set        settings
 	)
@@ -75,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("want -records >= -shards >= 1, -size, -aggregate and -rounds >= 1, -warmup >= 0")
 	}
 	if *latency {
-		return runLatency(stdout, stderr, fakeConfig{shards: *shards, set: set}, strings.Split(*readers, ","), *rate, *duration)
+		return runLatency(stdout, stderr, fakeConfig{shards: *shards, set: set}, strings.Split(*readers, ","), *rate, *duration, *plotDir)
 	}
 	if *process != "" && *idle > 0 {
 		var ns []int
@@ -86,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			ns = append(ns, n)
 		}
-		return runIdle(stdout, stderr, fakeConfig{set: set}, *process, strings.Split(*readers, ","), ns, *idle)
+		return runIdle(stdout, stderr, fakeConfig{set: set}, *process, strings.Split(*readers, ","), ns, *idle, *plotDir)
 	}
 	if *process != "" {
 		return runProcesses(stdout, stderr, fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, *process, strings.Split(*readers, ","), *rounds, *warmup, *heapprof)
