@@ -23,10 +23,11 @@ type fakeConfig struct {
 	records, shards, size, aggregate int
 	set                              settings      // of the input's configuration
 	outputDelay                      time.Duration // each batch's time in the input scenarios' output
+	quotas                           bool          // AWS's read quotas (5 calls/s and 2 MiB/s per shard) on
 }
 
 // fake is the one fake Kinesis every scenario reads: TLS with HTTP/2 as AWS
-// serves fan-out, quotas off so that only the reader sets the pace, and no
+// serves fan-out, quotas off (unless -quotas) so that only the reader sets the pace, and no
 // 5-second subscription takeover window so that every run may subscribe
 // again at once.
 type fake struct {
@@ -42,7 +43,7 @@ func newFake(cfg fakeConfig, selected []scenario) (*fake, error) {
 	for _, s := range selected {
 		streams[s.stream] = true
 	}
-	opts := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.Quotas(false), kinesisfake.SubscribeTakeoverWindow(0)}
+	opts := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.Quotas(cfg.quotas), kinesisfake.SubscribeTakeoverWindow(0)}
 	for s := range streams {
 		opts = append(opts, kinesisfake.Stream(s, cfg.shards))
 	}

@@ -64,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		duration   = fs.Duration("duration", 10*time.Second, "with -latency: how long each reader is measured, after a second of warm-up")
 		idle       = fs.Duration("idle", 0, "with -process: instead of draining, read empty streams of each of -shard-counts shards (AWS quotas on) and report the time until every shard is read, then RSS, CPU and goroutines over this long")
 		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
+		quotas     = fs.Bool("quotas", false, "the scenarios read with AWS's read quotas on (5 calls/s and 2 MiB/s per shard, for GetRecords and each subscription), as on AWS")
 		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory")
 		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
 		set        settings
@@ -97,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-scenarios %q: %w", *names, err)
 	}
 
-	f, err := newFake(fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set, outputDelay: *outDelay}, selected)
+	f, err := newFake(fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set, outputDelay: *outDelay, quotas: *quotas}, selected)
 	if err != nil {
 		return err
 	}

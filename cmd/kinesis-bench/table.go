@@ -23,6 +23,11 @@ func printTable(w io.Writer, cfg fakeConfig, rounds int, selected []scenario, re
 		cfg.records, cfg.size, cfg.shards, cfg.aggregate, rounds, runtime.Version(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "polling floor: %d GetRecords calls per shard %v apart = %v at least\n",
 		calls, polling.MinInterval, time.Duration(calls-1)*polling.MinInterval)
+	if cfg.quotas {
+		fmt.Fprint(w, "AWS's read quotas on: 5 calls/s and 2 MiB/s per shard (GetRecords, and each subscription)\n")
+	} else {
+		fmt.Fprint(w, "quotas off: a shard serves as fast as it is read, beyond AWS's 2 MiB/s\n")
+	}
 	fmt.Fprint(w, "CPU time and allocations are the whole process's, the fake's included\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
