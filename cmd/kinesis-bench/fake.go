@@ -143,3 +143,17 @@ func keysOf(sh types.Shard, n int) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// quotaFake starts a fake with AWS's quotas on and one empty stream, its
+// consumer registered: what the -latency and -idle modes read.
+func quotaFake(cfg fakeConfig, stream string) (*fake, error) {
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(stream, cfg.shards), kinesisfake.Quotas(true), kinesisfake.ConsumerActivationDelay(0))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := srv.RegisterConsumer(stream, consumer); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &fake{cfg: cfg, srv: srv}, nil
+}

@@ -15,10 +15,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"gopkg.in/yaml.v3"
-
-	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
 // The -idle mode: the binary, as a process, reads an empty stream of many
@@ -89,47 +85,22 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idleResult, error) {
 	res := idleResult{reader: reader, shards: cfg.shards, window: window}
 	const stream = "idle"
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(stream, cfg.shards), kinesisfake.Quotas(true), kinesisfake.ConsumerActivationDelay(0))
+	f, err := quotaFake(cfg, stream)
 	if err != nil {
 		return res, err
 	}
-	defer srv.Close()
-	if _, err := srv.RegisterConsumer(stream, consumer); err != nil {
-		return res, err
-	}
-	f := &fake{cfg: cfg, srv: srv}
+	defer f.close()
 	dir, err := os.MkdirTemp("", "kinesis-bench-idle-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	fields := settings{{"reader", reader}}
-	if reader == "efo" {
-		fields = append(fields, setting{"efo.consumer_name", consumer})
-	}
-	in, err := inputYAML(f, stream, filepath.Join(dir, "checkpoints"), fields)
-	if err != nil {
-		return res, err
-	}
-	var conf map[string]any
-	if err := yaml.Unmarshal([]byte(in), &conf); err != nil {
-		return res, err
-	}
 	addr, err := freeAddr()
 	if err != nil {
 		return res, err
 	}
-	doc, err := yaml.Marshal(map[string]any{
-		"http":   map[string]any{"enabled": true, "address": addr},
-		"input":  conf,
-		"output": map[string]any{"drop": map[string]any{}},
-		"logger": map[string]any{"level": "warn"},
-	})
+	config, err := binaryConfig(f, stream, dir, readerFields(reader), map[string]any{"enabled": true, "address": addr}, map[string]any{"drop": map[string]any{}})
 	if err != nil {
-		return res, err
-	}
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, doc, 0o644); err != nil {
 		return res, err
 	}
 	var logs bytes.Buffer

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-
-	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
 // The -latency mode: records are put at a fixed rate, each carrying the
@@ -81,24 +79,18 @@ func runLatency(stdout, stderr io.Writer, cfg fakeConfig, readers []string, rate
 func measureLatency(cfg fakeConfig, reader string, rate int, d time.Duration) (latencyResult, error) {
 	res := latencyResult{reader: reader}
 	const stream = "latency"
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(stream, cfg.shards), kinesisfake.Quotas(true), kinesisfake.ConsumerActivationDelay(0))
+	f, err := quotaFake(cfg, stream)
 	if err != nil {
 		return res, err
 	}
-	defer srv.Close()
-	if _, err := srv.RegisterConsumer(stream, consumer); err != nil {
-		return res, err
-	}
-	f := &fake{cfg: cfg, srv: srv}
+	defer f.close()
+	srv := f.srv
 	dir, err := os.MkdirTemp("", "kinesis-bench-latency-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	fields := settings{{"reader", reader}}
-	if reader == "efo" {
-		fields = append(fields, setting{"efo.consumer_name", consumer})
-	}
+	fields := readerFields(reader)
 	conf, err := inputYAML(f, stream, dir, fields)
 	if err != nil {
 		return res, err

@@ -53,37 +53,20 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "out.jsonl")
-	fields := settings{{"reader", reader}}
+	fields := readerFields(reader)
 	if reader == "polling" {
 		fields = append(fields, setting{"polling.interval", "200ms"}, setting{"polling.limit", getRecordsLimit})
-	} else {
-		fields = append(fields, setting{"efo.consumer_name", consumer})
-	}
-	in, err := inputYAML(f, stream, filepath.Join(dir, "checkpoints"), fields)
-	if err != nil {
-		return r, err
-	}
-	var conf map[string]any
-	if err := yaml.Unmarshal([]byte(in), &conf); err != nil {
-		return r, err
 	}
 	httpConf := map[string]any{"enabled": false}
 	var debugAddr string
 	if heapProfile != "" {
-		debugAddr = "127.0.0.1:" + strconv.Itoa(20000+os.Getpid()%10000)
+		if debugAddr, err = freeAddr(); err != nil {
+			return r, err
+		}
 		httpConf = map[string]any{"enabled": true, "address": debugAddr, "debug_endpoints": true}
 	}
-	doc, err := yaml.Marshal(map[string]any{
-		"http":   httpConf,
-		"input":  conf,
-		"output": map[string]any{"file": map[string]any{"path": out, "codec": "lines"}},
-		"logger": map[string]any{"level": "warn"},
-	})
+	config, err := binaryConfig(f, stream, dir, fields, httpConf, map[string]any{"file": map[string]any{"path": out, "codec": "lines"}})
 	if err != nil {
-		return r, err
-	}
-	config := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(config, doc, 0o644); err != nil {
 		return r, err
 	}
 	var logs bytes.Buffer
@@ -239,4 +222,33 @@ func runProcesses(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers 
 		}
 	}
 	return printProcess(stdout, cfg, rounds, results)
+}
+
+// readerFields are the input's fields that choose reader, and the fake's
+// consumer for fan-out.
+func readerFields(reader string) settings {
+	fields := settings{{"reader", reader}}
+	if reader == "efo" {
+		fields = append(fields, setting{"efo.consumer_name", consumer})
+	}
+	return fields
+}
+
+// binaryConfig writes, into dir, the binary's config reading stream of f
+// with fields, its http section and output, and returns its path.
+func binaryConfig(f *fake, stream, dir string, fields settings, httpConf, output map[string]any) (string, error) {
+	in, err := inputYAML(f, stream, filepath.Join(dir, "checkpoints"), fields)
+	if err != nil {
+		return "", err
+	}
+	var input map[string]any
+	if err := yaml.Unmarshal([]byte(in), &input); err != nil {
+		return "", err
+	}
+	doc, err := yaml.Marshal(map[string]any{"http": httpConf, "input": input, "output": output, "logger": map[string]any{"level": "warn"}})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "config.yaml")
+	return path, os.WriteFile(path, doc, 0o644)
 }

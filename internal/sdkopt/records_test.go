@@ -17,23 +17,18 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 )
 
-// TestFastRecordsReadsAsTheSDK: over the fake, GetRecords and
-// SubscribeToShard through FastRecords return what the SDK's own decoding
-// returns, record for record, and errors (an HTTP error, an exception frame
-// in the event stream) keep their codes.
-func TestFastRecordsReadsAsTheSDK(t *testing.T) {
-	t.Parallel()
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("s", 1), kinesisfake.Quotas(false), kinesisfake.SubscribeTakeoverWindow(0))
+// fakeShard starts a fake with one shard of stream s holding n records made
+// by record, and a consumer of it.
+func fakeShard(t *testing.T, n int, record func(i int) (pk string, data []byte), opts ...kinesisfake.Opt) (*kinesisfake.Server, string) {
+	t.Helper()
+	srv, err := kinesisfake.New(append([]kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.Stream("s", 1), kinesisfake.Quotas(false), kinesisfake.SubscribeTakeoverWindow(0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	for i := range 300 {
-		data := make([]byte, i%257)
-		for j := range data {
-			data[j] = byte(i * j)
-		}
-		if _, _, err := srv.Put("s", fmt.Sprintf("k\"ey\\%d<&>ü", i), data); err != nil {
+	for i := range n {
+		pk, data := record(i)
+		if _, _, err := srv.Put("s", pk, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,6 +36,22 @@ func TestFastRecordsReadsAsTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, consumer
+}
+
+// TestFastRecordsReadsAsTheSDK: over the fake, GetRecords and
+// SubscribeToShard through FastRecords return what the SDK's own decoding
+// returns, record for record, and errors (an HTTP error, an exception frame
+// in the event stream) keep their codes.
+func TestFastRecordsReadsAsTheSDK(t *testing.T) {
+	t.Parallel()
+	srv, consumer := fakeShard(t, 300, func(i int) (string, []byte) {
+		data := make([]byte, i%257)
+		for j := range data {
+			data[j] = byte(i * j)
+		}
+		return fmt.Sprintf("k\"ey\\%d<&>ü", i), data
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	bare, fast := srv.NewClient(), srv.NewClient(sdkopt.FastRecords)
@@ -65,7 +76,7 @@ func TestFastRecordsReadsAsTheSDK(t *testing.T) {
 	if got.NextShardIterator == nil || !reflect.DeepEqual(got.MillisBehindLatest, want.MillisBehindLatest) {
 		t.Fatalf("GetRecords: iterator %v, millis behind %v; want an iterator and %v", got.NextShardIterator, got.MillisBehindLatest, *want.MillisBehindLatest)
 	}
-	_, err = fast.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("not-an-iterator")})
+	_, err := fast.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("not-an-iterator")})
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() != "InvalidArgumentException" {
 		t.Fatalf("GetRecords with a bad iterator through FastRecords: %v, want InvalidArgumentException", err)
@@ -119,20 +130,7 @@ func TestFastRecordsReadsAsTheSDK(t *testing.T) {
 // at it, so the SDK's goroutines end with the stream.
 func TestEventGate(t *testing.T) {
 	t.Parallel()
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("s", 1), kinesisfake.Quotas(false), kinesisfake.SubscribeTakeoverWindow(0), kinesisfake.MaxEventRecords(7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	for i := range 100 {
-		if _, _, err := srv.Put("s", "k", fmt.Appendf(nil, "%03d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	consumer, err := srv.RegisterConsumer("s", "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, consumer := fakeShard(t, 100, func(i int) (string, []byte) { return "k", fmt.Appendf(nil, "%03d", i) }, kinesisfake.MaxEventRecords(7))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	client := srv.NewClient()
