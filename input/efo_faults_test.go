@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
@@ -50,7 +52,7 @@ func (l *subscribeLog) minGap() (time.Duration, int) {
 }
 
 // TestEFOResubscribesWithoutLossOrDuplicates: with subscriptions lasting 2 s,
-// 30 s of continuous production come through exactly once, in order, and no
+// 12 s of continuous production come through exactly once, in order, and no
 // shard is ever subscribed twice within a second.
 func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 	t.Parallel()
@@ -58,14 +60,14 @@ func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 	subs := watchSubscribes(srv)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
-	want := produceFor(t, srv, "orders", "r", 30*time.Second, 500)
+	want := produceFor(t, srv, "orders", "r", 12*time.Second, 500)
 	p.StopWhen(t, out, len(want), time.Minute)
 	msgs := out.All()
 	inputtest.CheckDelivery(t, msgs, want, true)
 	inputtest.CheckOrder(t, msgs)
 	gap, n := subs.minGap()
-	if n < 4*10 {
-		t.Fatalf("only %d subscribe calls in 30 s with a 2 s lifetime: the test did not resubscribe", n)
+	if n < 4*4 {
+		t.Fatalf("only %d subscribe calls in 12 s with a 2 s lifetime: the test did not resubscribe", n)
 	}
 	if gap < time.Second {
 		t.Fatalf("two subscribe calls for one shard %v apart: AWS allows one per second", gap)
@@ -112,7 +114,8 @@ func TestEFORecoversFromFaults(t *testing.T) {
 
 // TestEFORetryLimitSurfacesClearly: LimitExceeded on every subscribe beyond
 // the retry limit surfaces as an error that says what is wrong; the shard is
-// read again afterwards and nothing is lost.
+// read again afterwards and nothing is lost. (Short backoffs: the test is
+// about the limit, not the waits.)
 func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
@@ -120,7 +123,7 @@ func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 	want := fakeProduce(t, srv, "orders", "a", 300, 7)
 	logs := &inputtest.Logs{}
 	out := &inputtest.Collector{}
-	p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	p := inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out.Consume, inputtest.Options{Input: fastTimersInput, Logs: logs})
 	out.WaitFor(t, len(want), 3*time.Minute)
 	p.Stop(t)
 	inputtest.CheckDelivery(t, out.All(), want, true)
@@ -132,19 +135,42 @@ func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 	}
 }
 
+// fastTimersInput is the input under another name whose fan-out publisher
+// has a watchdog of fastWatchdog instead of 35 s and backs off 100 to 500 ms
+// instead of 1 to 10 s after a failure (its pace of one subscribe a second
+// per shard stays): tests that wait for those timers take seconds.
+const (
+	fastTimersInput = "aws_kinesis_streams_fast_timers"
+	fastWatchdog    = 3 * time.Second
+)
+
+func init() {
+	err := service.RegisterBatchInput(fastTimersInput, Spec(), func(pc *service.ParsedConfig, res *service.Resources) (service.BatchInput, error) {
+		in, err := newInput(pc, res)
+		if err != nil {
+			return nil, err
+		}
+		in.efoTune = func(o *efo.Options) {
+			o.Watchdog = fastWatchdog
+			o.BackoffInitial, o.BackoffMax = 100*time.Millisecond, 500*time.Millisecond
+		}
+		return in, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
 // TestEFOWatchdogReplacesStalledSubscription: a subscription that goes silent
 // (connection open, no events, no heartbeats; for 10 minutes, so only a
-// replacement can deliver within the test's minute) is replaced after the 35 s
-// watchdog, and nothing is lost.
+// replacement can deliver within the test's minute) is replaced after the
+// watchdog (35 s; 3 s here), and nothing is lost.
 func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes 40 s")
-	}
 	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
 	srv.StallSubscriptionAfter("", 1, 0, 10*time.Minute) // silent right after the initial response
 	out := &inputtest.Collector{}
-	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
+	p := inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out.Consume, inputtest.Options{Input: fastTimersInput})
 	for srv.Calls("SubscribeToShard") == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -154,10 +180,10 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	waited := time.Since(start)
 	p.Stop(t)
 	inputtest.CheckDelivery(t, out.All(), want, true)
-	if waited < 25*time.Second {
+	if waited < fastWatchdog*2/3 {
 		t.Fatalf("records came after %v: the subscription was not stalled, the test proved nothing", waited)
 	}
-	t.Logf("the stalled subscription was replaced after %v", waited.Round(time.Second))
+	t.Logf("the stalled subscription was replaced after %v", waited.Round(time.Millisecond))
 }
 
 // TestEFOBadConsumerStates: a consumer being deleted, and credentials that

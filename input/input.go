@@ -59,6 +59,10 @@ type kinesisInput struct {
 	// ends, and an endpoint that takes the call and never answers must not
 	// hold the shutdown. Set by newInput: 10s.
 	deregisterTimeout time.Duration
+
+	// efoTune, when set (by tests), adjusts the fan-out publisher's options:
+	// shorter timers than AWS's pace needs.
+	efoTune func(*efo.Options)
 }
 
 func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, error) {
@@ -292,7 +296,7 @@ func (in *kinesisInput) firstSeen(name string, at time.Time) time.Time {
 // efoPublisher returns the fan-out publisher of a stream. With reregister
 // (lazy registration) a consumer deleted while in use is registered again.
 func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context, string) (string, error)) recordPublisher {
-	return efo.New(client, consumerARN, efo.Options{
+	o := efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,
 		Hooks: efo.Hooks{
@@ -307,7 +311,11 @@ func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, stream
 				in.metrics.subscribeErrs.Incr(1, streamName, shardID, class.String())
 			},
 		},
-	})
+	}
+	if in.efoTune != nil {
+		in.efoTune(&o)
+	}
+	return efo.New(client, consumerARN, o)
 }
 
 // ReadBatch returns the next batch of any shard.

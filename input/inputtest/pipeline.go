@@ -48,6 +48,9 @@ type Options struct {
 	// between the input and the output, as a pipeline section does.
 	Threads   int
 	Processor string
+	// Input is the input's type name; default aws_kinesis_streams (a test
+	// may register the input under another name with other timings).
+	Input string
 }
 
 // StartPipelineThreads is StartPipeline with a processor stage between the
@@ -83,7 +86,11 @@ func StartPipelineWith(t testing.TB, inputYAML string, consume service.MessageBa
 	} else {
 		sb.SetLoggerYAML("level: warn")
 	}
-	if err := sb.AddInputYAML("aws_kinesis_streams:\n" + Indent(strings.TrimSpace(inputYAML), "  ")); err != nil {
+	input := opts.Input
+	if input == "" {
+		input = "aws_kinesis_streams"
+	}
+	if err := sb.AddInputYAML(input + ":\n" + Indent(strings.TrimSpace(inputYAML), "  ")); err != nil {
 		t.Fatal(err)
 	}
 	if err := sb.AddBatchConsumerFunc(consume); err != nil {
