@@ -2,14 +2,11 @@ package input
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
-	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
 // shardInfo is what the input knows of a shard's place in the stream.
@@ -22,46 +19,22 @@ type shardInfo struct {
 	listed   bool   // from ListShards; false when learnt from ChildShards
 }
 
-// listShardsAPI is the part of the Kinesis client shard discovery calls.
-type listShardsAPI interface {
-	ListShards(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
-}
-
 // callTimeout bounds a control-plane call, so that one on a connection that
 // died silently fails and is retried.
 const callTimeout = 30 * time.Second
 
 // listShards returns every shard of the stream, open and closed, following
-// every page. An expired pagination token restarts the listing.
-func listShards(ctx context.Context, api listShardsAPI, streamARN string) ([]shardInfo, error) {
-	for attempt := 0; ; attempt++ {
-		shards, err := listShardsOnce(ctx, api, streamARN)
-		if err != nil && awserr.Is(err, "ExpiredNextTokenException") && attempt < 3 {
-			continue
-		}
-		return shards, err
+// every page.
+func listShards(ctx context.Context, api awsclient.ListShardsAPI, streamARN string) ([]shardInfo, error) {
+	listed, err := awsclient.ListShards(ctx, api, streamARN)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func listShardsOnce(ctx context.Context, api listShardsAPI, streamARN string) ([]shardInfo, error) {
-	var shards []shardInfo
-	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN), MaxResults: aws.Int32(1000)}
-	for page := 1; ; page++ {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		out, err := api.ListShards(cctx, in)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("listing shards (page %d): %w", page, err)
-		}
-		for _, sh := range out.Shards {
-			shards = append(shards, shardInfoOf(sh))
-		}
-		if out.NextToken == nil || *out.NextToken == "" {
-			return shards, nil
-		}
-		// With a NextToken, Kinesis wants neither the stream nor a filter.
-		in = &kinesis.ListShardsInput{NextToken: out.NextToken, MaxResults: aws.Int32(1000)}
+	shards := make([]shardInfo, len(listed))
+	for i, sh := range listed {
+		shards[i] = shardInfoOf(sh)
 	}
+	return shards, nil
 }
 
 func shardInfoOf(sh types.Shard) shardInfo {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
@@ -201,5 +202,44 @@ func TestCheckpointImport(t *testing.T) {
 	}
 	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "flink", "--from-table", "connect-checkpoints"); err == nil || !strings.Contains(out, `--from "flink": expected aws_kinesis or kcl`) {
 		t.Fatalf("import from an unknown layout: %v\n%s", err, out)
+	}
+}
+
+// TestImportPlan: what a shard the other consumer's table does not mention
+// becomes. aws_kinesis deletes a finished shard's item, so a closed shard
+// without one is read; KCL reads children only after their parents, so a
+// closed shard without a lease is read only when a descendant has one, and
+// read from its beginning otherwise; an open shard without one is read from
+// its beginning either way.
+func TestImportPlan(t *testing.T) {
+	// 0 closed, parent of 2 (closed, parent of 4); 1 closed, no children
+	// listed; 3 open, no parent; 4 open.
+	shards := []streamShard{
+		{id: "s0", closed: true}, {id: "s1", closed: true}, {id: "s2", closed: true, parents: []string{"s0"}},
+		{id: "s3"}, {id: "s4", parents: []string{"s2"}},
+	}
+	pos := checkpoint.Position{Sequence: "9"}
+	got := map[string]imported{"s4": {cp: checkpoint.Checkpoint{Position: &pos}}}
+	for _, c := range []struct {
+		from  string
+		ended map[string]bool
+	}{
+		{"aws_kinesis", map[string]bool{"s0": true, "s1": true, "s2": true}},
+		{"kcl", map[string]bool{"s0": true, "s2": true}},
+	} {
+		plan, _ := importPlan(shards, got, c.from)
+		for _, s := range shards {
+			cp := plan[s.id]
+			switch {
+			case s.id == "s4":
+				if cp.Position == nil || cp.Position.Sequence != "9" || cp.Ended {
+					t.Errorf("%s: the mentioned shard s4 became %+v", c.from, cp)
+				}
+			case c.ended[s.id] != cp.Ended:
+				t.Errorf("%s: shard %s ended %v, want %v", c.from, s.id, cp.Ended, c.ended[s.id])
+			case !cp.Ended && (cp.Position != nil || cp.Start.Kind != "TRIM_HORIZON"):
+				t.Errorf("%s: shard %s is %+v, want it read from its beginning", c.from, s.id, cp)
+			}
+		}
 	}
 }

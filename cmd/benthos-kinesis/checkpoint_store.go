@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,31 +29,25 @@ type streamShard struct {
 
 // listShards lists every shard of the stream still within its retention.
 func listShards(ctx context.Context, client *kinesis.Client, streamARN string) ([]streamShard, error) {
-	var out []streamShard
-	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN)}
-	for {
-		page, err := client.ListShards(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("listing the shards of stream %s: %w", streamARN, err)
-		}
-		for _, s := range page.Shards {
-			sh := streamShard{id: aws.ToString(s.ShardId)}
-			for _, p := range []*string{s.ParentShardId, s.AdjacentParentShardId} {
-				if aws.ToString(p) != "" {
-					sh.parents = append(sh.parents, *p)
-				}
-			}
-			if r := s.SequenceNumberRange; r != nil {
-				sh.start, sh.end = aws.ToString(r.StartingSequenceNumber), aws.ToString(r.EndingSequenceNumber)
-				sh.closed = sh.end != ""
-			}
-			out = append(out, sh)
-		}
-		if page.NextToken == nil {
-			return out, nil
-		}
-		in = &kinesis.ListShardsInput{NextToken: page.NextToken}
+	listed, err := awsclient.ListShards(ctx, client, streamARN)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", streamARN, err)
 	}
+	out := make([]streamShard, len(listed))
+	for i, s := range listed {
+		sh := streamShard{id: aws.ToString(s.ShardId)}
+		for _, p := range []*string{s.ParentShardId, s.AdjacentParentShardId} {
+			if aws.ToString(p) != "" {
+				sh.parents = append(sh.parents, *p)
+			}
+		}
+		if r := s.SequenceNumberRange; r != nil {
+			sh.start, sh.end = aws.ToString(r.StartingSequenceNumber), aws.ToString(r.EndingSequenceNumber)
+			sh.closed = sh.end != ""
+		}
+		out[i] = sh
+	}
+	return out, nil
 }
 
 // descendants returns the shards of shards that descend from id.
@@ -240,7 +235,7 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 		return w.file.Save(ctx, w.state)
 	}
 
-	ids := sortedKeys(changes)
+	ids := slices.Sorted(maps.Keys(changes))
 	if held := w.holders(ids); len(held) > 0 && !force {
 		return fmt.Errorf("the %s shows instances reading stream %s (%s): stop them and run this again; if they are stopped already (a process killed without stopping leaves its name behind), give --force: a running holder then loses its lease at its next write", w.where, w.t.streamARN, strings.Join(held, "; "))
 	}
@@ -276,13 +271,4 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 		return fmt.Errorf("shards %s of stream %s changed in the %s while they were being written (an instance is running): stop it and run this again; the other shards were written", strings.Join(failed, ", "), w.t.streamARN, w.where)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -67,17 +67,10 @@ input:
 pipeline:
   threads: 1
   processors:
-    - mapping: |
-        root.stream = @kinesis_stream
-        root.data = content().string()
-        root.shard = @kinesis_shard
-        root.seq = @kinesis_sequence_number
-        root.sub = @kinesis_sub_sequence_number.or("")
-        root.pk = @kinesis_partition_key
-output:
+%soutput:
   file: { path: %s, codec: lines }
 logger: { level: warn }
-`, srv.Endpoint(), srv.Region(), ca, store, p.out)
+`, srv.Endpoint(), srv.Region(), ca, store, recordMapping, p.out)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,3 +117,15 @@ func waitLinesOrLog(t *testing.T, p *pipeline, n int) []inputtest.Got {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// recordMapping is the processor of the binary's test pipelines: each record
+// as the JSON line readOutput parses (outputLine).
+const recordMapping = `    - mapping: |
+        root.stream = @kinesis_stream
+        root.data = content().string()
+        root.shard = @kinesis_shard
+        root.seq = @kinesis_sequence_number
+        root.sub = @kinesis_sub_sequence_number.or("")
+        root.pk = @kinesis_partition_key
+        root.out_of_range = @kinesis_hash_key_out_of_range.or(false)
+`

@@ -242,21 +242,13 @@ input:
 %spipeline:
   threads: 1 # strict order per shard into the output
   processors:
-%s    - mapping: |
-        root.stream = @kinesis_stream
-        root.data = content().string()
-        root.shard = @kinesis_shard
-        root.seq = @kinesis_sequence_number
-        root.sub = @kinesis_sub_sequence_number.or("")
-        root.pk = @kinesis_partition_key
-        root.out_of_range = @kinesis_hash_key_out_of_range.or(false)
-output:
+%s%soutput:
   file:
     path: %s
     codec: lines
 logger:
   level: warn
-`, stream, endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, reader, cpDir, plan.extraInput, firstProcessors, out)
+`, stream, endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, reader, cpDir, plan.extraInput, firstProcessors, recordMapping, out)
 		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -230,18 +230,11 @@ input:
 pipeline:
   threads: 1
   processors:
-    - mapping: |
-        root.stream = @kinesis_stream
-        root.data = content().string()
-        root.shard = @kinesis_shard
-        root.seq = @kinesis_sequence_number
-        root.sub = @kinesis_sub_sequence_number.or("")
-        root.pk = @kinesis_partition_key
-output:
+%soutput:
   file: { path: %s, codec: lines }
 logger: { level: info }
 `, leaseStream, c.srv.Endpoint(), c.srv.Region(), emulator.AccessKeyID, emulator.SecretAccessKey, c.ca, reader,
-		leaseTableName, c.ddb.Endpoint, c.period, id, out)
+		leaseTableName, c.ddb.Endpoint, c.period, id, recordMapping, out)
 }
 
 func (r *leaseRun) exited() bool {

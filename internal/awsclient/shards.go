@@ -1,0 +1,54 @@
+package awsclient
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+)
+
+// ListShardsAPI is the part of the Kinesis client ListShards needs.
+type ListShardsAPI interface {
+	ListShards(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
+}
+
+// listShardsCallTimeout bounds each page's call, so that one on a
+// connection that died silently fails.
+const listShardsCallTimeout = 30 * time.Second
+
+// ListShards returns every shard of a stream, open and closed (within its
+// retention), following every page. An expired pagination token restarts
+// the listing (three times at most).
+func ListShards(ctx context.Context, api ListShardsAPI, streamARN string) ([]types.Shard, error) {
+	for attempt := 0; ; attempt++ {
+		shards, err := listShardsOnce(ctx, api, streamARN)
+		if err != nil && awserr.Is(err, "ExpiredNextTokenException") && attempt < 3 {
+			continue
+		}
+		return shards, err
+	}
+}
+
+func listShardsOnce(ctx context.Context, api ListShardsAPI, streamARN string) ([]types.Shard, error) {
+	var shards []types.Shard
+	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN), MaxResults: aws.Int32(1000)}
+	for page := 1; ; page++ {
+		cctx, cancel := context.WithTimeout(ctx, listShardsCallTimeout)
+		out, err := api.ListShards(cctx, in)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("listing shards (page %d): %w", page, err)
+		}
+		shards = append(shards, out.Shards...)
+		if out.NextToken == nil || *out.NextToken == "" {
+			return shards, nil
+		}
+		// With a NextToken, Kinesis wants neither the stream nor a filter.
+		in = &kinesis.ListShardsInput{NextToken: out.NextToken, MaxResults: aws.Int32(1000)}
+	}
+}
