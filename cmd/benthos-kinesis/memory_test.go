@@ -35,17 +35,17 @@ const (
 	memOutputRate = 1000
 	// memSlowFor is how long the binary runs with the slow output while
 	// records are produced.
-	memSlowFor = 60 * time.Second
-	// memHeadStart is how long records are produced before the slow binary
-	// starts: 9,000 records (8.8 MiB) per shard, more than the whole chain
-	// of one shard holds (about 7 MiB of records: the stream window and five
-	// events, see memPerShard), so that every event the binary is
-	// sent is a full one, and stays full since production outpaces the
-	// output. Subscribed to empty shards instead, the binary is first sent
-	// many tiny events (a put or two each) and a shard's chain holds tiny
-	// events for minutes: memory then stays well under the bound and climbs
-	// late in the run as shards switch to full events.
-	memHeadStart = 12 * time.Second
+	memSlowFor = 30 * time.Second
+	// memBacklogAtStart is the backlog written at once before the slow
+	// binary starts: 9,000 records (8.8 MiB) per shard, more than the whole
+	// chain of one shard holds (about 7 MiB of records: the stream window and
+	// five events, see memPerShard), so that every event the binary is sent
+	// is a full one, and stays full since production outpaces the output.
+	// Subscribed to empty shards instead, the binary is first sent many tiny
+	// events (a put or two each) and a shard's chain holds tiny events for
+	// minutes: memory then stays well under the bound and climbs late in the
+	// run as shards switch to full events.
+	memBacklogAtStart = 9000 * memShards
 )
 
 // What the bound is built from (see memPerShard). The factors were checked
@@ -79,10 +79,11 @@ const (
 	// memSlack covers goroutine stacks, allocator fragmentation and the
 	// scavenger returning freed pages late.
 	memSlack = 16 * memMiB
-	// memTrendSlack is how far RSS over the last 20 s may exceed RSS over
-	// seconds 10-30 of the slow run. A backlog kept in memory would grow by
-	// (production - output) x record size = 2 MiB/s, 60 MiB or more between
-	// the two windows, twice that with the decoded and GC factors.
+	// memTrendSlack is how far RSS over the last 10 s may exceed RSS over
+	// seconds 5-15 of the slow run. A backlog kept in memory would grow by
+	// (production - output) x record size = 2 MiB/s, 30 MiB from the end of
+	// the first window to the end of the second, twice that with the decoded
+	// and GC factors.
 	memTrendSlack = 20 * memMiB
 )
 
@@ -119,18 +120,19 @@ func memBound(idle int64) int64 {
 }
 
 // TestSlowOutputMemoryBounded runs the real binary reading 4 shards by
-// fan-out over HTTP/2 (TLS, as AWS serves it) for 60 s while its output
+// fan-out over HTTP/2 (TLS, as AWS serves it) for 30 s while its output
 // takes 1,000 records/s and 3,000 records/s of 1 KiB are produced (the
-// binary starts after a head start of 12 s of production). Its resident
-// memory, sampled every 500 ms, stays under memBound: the idle RSS (the same
-// binary and config subscribed to the empty shards, measured first in the
-// same run) plus 2 x 4 x memPerShard (12.9 MiB) + 16 MiB = idle + 119 MiB,
-// whatever the backlog. The backlog at the end is about 157,000 records
-// (153 MiB); kept in memory, decoded, it would take at least idle + 215 MiB,
-// about twice that in RSS. The RSS of the last 20 s must also stay within
-// memTrendSlack of seconds 10-30. Checked once: with an unbounded queue in
+// binary starts with a backlog of 36,000 records written before it). Its
+// resident memory, sampled every 500 ms, stays under memBound: the idle RSS
+// (the same binary and config subscribed to the empty shards, measured first
+// in the same run) plus 2 x 4 x memPerShard (12.9 MiB) + 16 MiB = idle +
+// 119 MiB, whatever the backlog. The backlog at the end is about 96,000
+// records (94 MiB); kept in memory, decoded, it would take at least idle +
+// 131 MiB, about twice that in RSS. The RSS of the last 10 s must also stay
+// within memTrendSlack of seconds 5-15. Checked: with an unbounded queue in
 // the binary (buffer: {memory: {}} added to the slow config) RSS reached
-// 613 MiB in the same 60 s and both checks failed.
+// 613 MiB in a 60 s run of the earlier version of this test and 326 MiB
+// in this 30 s one, and both checks failed.
 //
 // Then the binary is stopped with SIGTERM and started again without the slow
 // output: every record arrives exactly once (both stops are clean), in order
@@ -141,7 +143,7 @@ func memBound(idle int64) int64 {
 func TestSlowOutputMemoryBounded(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("runs the binary for about two minutes")
+		t.Skip("runs the binary for about a minute")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the resident memory of the binary from /proc")
@@ -225,9 +227,8 @@ logger: { level: warn }
 	t.Logf("idle RSS (subscribed to %d shards, nothing produced): %s; bound %s = idle + %.0f x %d shards x %s + %s",
 		memShards, memFmt(idle), memFmt(bound), memGCFactor, memShards, memFmt(int64(memPerShard())), memFmt(memSlack))
 
-	// Production, with the slow binary started after the head start.
-	prod := startMemProducer(t, srv, memProduceRate)
-	time.Sleep(memHeadStart)
+	// Production, with the slow binary started on a backlog.
+	prod := startMemProducer(t, srv, memBacklogAtStart, memProduceRate)
 	cfgSlow, outSlow := config("slow", true)
 	logSlow := filepath.Join(dir, "slow.log")
 	slowCmd := run(t, bin, cfgSlow, logSlow)
@@ -244,13 +245,13 @@ logger: { level: warn }
 	sampler.stop()
 	written := memCountLines(t, outSlow)
 	peak := sampler.maxBetween(slowStart, slowEnd)
-	mid := sampler.maxBetween(slowStart.Add(10*time.Second), slowStart.Add(30*time.Second))
-	late := sampler.maxBetween(slowEnd.Add(-20*time.Second), slowEnd)
+	mid := sampler.maxBetween(slowStart.Add(5*time.Second), slowStart.Add(15*time.Second))
+	late := sampler.maxBetween(slowEnd.Add(-10*time.Second), slowEnd)
 	backlog := len(want) - written
-	t.Logf("produced %d records (%s) in %v, %v of them with the slow binary running; it wrote %d (%.0f/s); backlog %d records (%s)",
-		len(want), memFmt(int64(len(want))*memRecordSize), prod.took().Round(time.Millisecond), slowEnd.Sub(slowStart).Round(time.Millisecond),
+	t.Logf("produced %d records (%s): %d before the slow binary started, the rest in %v while it ran; it wrote %d (%.0f/s); backlog %d records (%s)",
+		len(want), memFmt(int64(len(want))*memRecordSize), memBacklogAtStart, prod.took().Round(time.Millisecond),
 		written, float64(written)/slowEnd.Sub(slowStart).Seconds(), backlog, memFmt(int64(backlog)*memRecordSize))
-	t.Logf("RSS: idle %s; slow run peak %s (VmHWM %s), max over 10-30s %s, over the last 20s %s; bound %s; the backlog decoded in memory would be at least %s",
+	t.Logf("RSS: idle %s; slow run peak %s (VmHWM %s), max over 5-15s %s, over the last 10s %s; bound %s; the backlog decoded in memory would be at least %s",
 		memFmt(idle), memFmt(peak), memFmt(hwm), memFmt(mid), memFmt(late), memFmt(bound),
 		memFmt(idle+int64(memDecodedFactor*float64(backlog*memRecordSize))))
 
@@ -266,7 +267,7 @@ logger: { level: warn }
 			memFmt(hwm), memFmt(bound), memFmt(idle), backlog)
 	}
 	if late > mid+memTrendSlack {
-		t.Errorf("RSS trends upward: max over the last 20s %s, over seconds 10-30 %s (slack %s)",
+		t.Errorf("RSS trends upward: max over the last 10s %s, over seconds 5-15 %s (slack %s)",
 			memFmt(late), memFmt(mid), memFmt(memTrendSlack))
 	}
 
@@ -347,8 +348,8 @@ func memWaitSubscribed(t *testing.T, srv *kinesisfake.Server, logPath string) {
 	}
 }
 
-// memProducer writes records at a fixed rate, round robin over the shards of
-// stream orders, with partition keys key-<shard>-<0..7>. Record i of shard s
+// memProducer writes a backlog at once, then records at a fixed rate, round
+// robin over the shards of stream orders, with partition keys key-<shard>-<0..7>. Record i of shard s
 // has data "m-<s>-<i, 7 digits>" (its id) padded to memRecordSize bytes with
 // a pattern that depends on i.
 type memProducer struct {
@@ -363,19 +364,42 @@ type memProducer struct {
 	stopOnce sync.Once
 }
 
-func startMemProducer(t *testing.T, srv *kinesisfake.Server, rate int) *memProducer {
+func startMemProducer(t *testing.T, srv *kinesisfake.Server, backlog, rate int) *memProducer {
 	shards, err := srv.Shards("orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &memProducer{t: t, done: make(chan struct{}), finished: make(chan struct{}), start: time.Now(),
+	p := &memProducer{t: t, done: make(chan struct{}), finished: make(chan struct{}),
 		want: inputtest.Produced{}, shas: map[string]string{}}
+	buf := make([]byte, memRecordSize)
+	n := 0
+	put := func(target int) error {
+		for ; n < target; n++ {
+			s, i := n%len(shards), n/len(shards)
+			id := fmt.Sprintf("m-%d-%07d", s, i)
+			fill := []byte("|" + strconv.Itoa(i*7919+s))
+			copy(buf, id)
+			for j := len(id); j < len(buf); j += len(fill) {
+				copy(buf[j:], fill)
+			}
+			pk := fmt.Sprintf("key-%d-%d", s, i%8)
+			if _, _, err := srv.PutWithHashKey("orders", *shards[s].HashKeyRange.StartingHashKey, pk, buf); err != nil {
+				return err
+			}
+			sum := sha256.Sum256(buf)
+			p.want[id] = pk
+			p.shas[id] = strconv.Itoa(len(buf)) + ":" + hex.EncodeToString(sum[:])
+		}
+		return nil
+	}
+	if err := put(backlog); err != nil {
+		t.Fatalf("producing the backlog: %v", err)
+	}
+	p.start = time.Now()
 	go func() {
 		defer close(p.finished)
-		buf := make([]byte, memRecordSize)
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		n := 0
 		for {
 			select {
 			case <-p.done:
@@ -383,23 +407,9 @@ func startMemProducer(t *testing.T, srv *kinesisfake.Server, rate int) *memProdu
 				return
 			case <-tick.C:
 			}
-			for target := int(time.Since(p.start).Seconds() * float64(rate)); n < target; n++ {
-				s, i := n%len(shards), n/len(shards)
-				id := fmt.Sprintf("m-%d-%07d", s, i)
-				fill := []byte("|" + strconv.Itoa(i*7919+s))
-				copy(buf, id)
-				for j := len(id); j < len(buf); j += len(fill) {
-					copy(buf[j:], fill)
-				}
-				pk := fmt.Sprintf("key-%d-%d", s, i%8)
-				if _, _, err := srv.PutWithHashKey("orders", *shards[s].HashKeyRange.StartingHashKey, pk, buf); err != nil {
-					p.err = err
-					p.end = time.Now()
-					return
-				}
-				sum := sha256.Sum256(buf)
-				p.want[id] = pk
-				p.shas[id] = strconv.Itoa(len(buf)) + ":" + hex.EncodeToString(sum[:])
+			if p.err = put(backlog + int(time.Since(p.start).Seconds()*float64(rate))); p.err != nil {
+				p.end = time.Now()
+				return
 			}
 		}
 	}()
