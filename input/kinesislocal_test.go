@@ -24,7 +24,7 @@ checkpoint: { dir: '%s', commit_period: 100ms }
 %s`, streams, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, dir, extra)
 }
 
-// TestLocalManyStreamsExactlyOnce reads 3 streams of 4 shards, about 500
+// TestLocalManyStreamsExactlyOnce reads 3 streams of 4 shards, about 100
 // records per shard, through a whole pipeline from kinesis-local. (Volume is
 // the in-process fake's to test: kinesis-local's CPU is the suite's.)
 func TestLocalManyStreamsExactlyOnce(t *testing.T) {
@@ -34,7 +34,7 @@ func TestLocalManyStreamsExactlyOnce(t *testing.T) {
 	want := inputtest.Produced{}
 	for _, name := range []string{"alpha", "beta", "gamma"} {
 		inputtest.CreateStream(t, client, name, 4)
-		for d, pk := range inputtest.Produce(t, client, name, name, 2000, 97) {
+		for d, pk := range inputtest.Produce(t, client, name, name, 400, 97) {
 			want[d] = pk
 		}
 	}
@@ -63,18 +63,18 @@ func TestLocalCleanRestart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 4)
-	want := inputtest.Produce(t, client, "orders", "first", 3000, 31)
+	want := inputtest.Produce(t, client, "orders", "first", 1200, 31)
 	dir := t.TempDir()
 	conf := strings.Replace(localInput(k, "orders", dir, "polling: { limit: 100 }"),
 		"commit_period: 100ms }", "commit_period: 100ms, limit: 200 }", 1)
 
-	// The first run accepts about 1,000 records and rejects what comes after
+	// The first run accepts about 400 records and rejects what comes after
 	// until it stops, so the stop is mid-stream on any machine.
 	first := &inputtest.Collector{}
-	first.AcceptOnly(1000)
+	first.AcceptOnly(400)
 	p := inputtest.StartPipeline(t, conf, first)
-	first.WaitFor(t, 1000, time.Minute)
-	for d, pk := range inputtest.Produce(t, client, "orders", "second", 1000, 31) {
+	first.WaitFor(t, 400, time.Minute)
+	for d, pk := range inputtest.Produce(t, client, "orders", "second", 400, 31) {
 		want[d] = pk
 	}
 	p.Stop(t)
@@ -127,12 +127,12 @@ func TestLocalNackedRecordsComeAgain(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	want := inputtest.Produce(t, client, "orders", "n", 2000, 13)
+	want := inputtest.Produce(t, client, "orders", "n", 800, 13)
 	dir := t.TempDir()
 
 	var mu sync.Mutex
 	rejecting := true
-	r := &rejecter{targets: map[string]bool{"n-0000500": true, "n-0001500": true}, seen: map[string]inputtest.Got{},
+	r := &rejecter{targets: map[string]bool{"n-0000200": true, "n-0000600": true}, seen: map[string]inputtest.Got{},
 		on: func() bool { mu.Lock(); defer mu.Unlock(); return rejecting }}
 	out := &inputtest.Collector{Reject: r.reject}
 	p := inputtest.StartPipeline(t, localInput(k, "orders", dir, "polling: { limit: 50 }"), out)
@@ -182,11 +182,11 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	want := inputtest.Produce(t, client, "orders", "n", 1000, 13)
+	want := inputtest.Produce(t, client, "orders", "n", 400, 13)
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 50 }\nauto_replay_nacks: false")
 
-	r := &rejecter{targets: map[string]bool{"n-0000300": true}, seen: map[string]inputtest.Got{}, on: func() bool { return true }}
+	r := &rejecter{targets: map[string]bool{"n-0000150": true}, seen: map[string]inputtest.Got{}, on: func() bool { return true }}
 	first := &inputtest.Collector{Reject: r.reject}
 	p := inputtest.StartPipeline(t, conf, first)
 	// Everything but the rejected batch arrives.
@@ -208,7 +208,7 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	if r.nacks != 1 {
 		t.Fatalf("the rejected batch was delivered %d times in one run, want once (no replay)", r.nacks)
 	}
-	target := r.seen["n-0000300"]
+	target := r.seen["n-0000150"]
 	cps := inputtest.ReadCheckpoints(t, dir, k.StreamARN("orders"))
 	if !inputtest.AfterCheckpoint(target, cps) {
 		t.Fatalf("the checkpoint of shard %s (%+v) passed the rejected record (seq %s)", target.Shard, cps.Shards[target.Shard].Position, target.Seq)
@@ -217,7 +217,7 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	second := &inputtest.Collector{}
 	p = inputtest.StartPipeline(t, conf, second)
 	deadline = time.Now().Add(time.Minute)
-	for !containsData(second.All(), "n-0000300") {
+	for !containsData(second.All(), "n-0000150") {
 		if time.Now().After(deadline) {
 			t.Fatal("the rejected record did not come again after a restart")
 		}
@@ -228,7 +228,7 @@ func TestLocalNackWithoutReplayHoldsCheckpoint(t *testing.T) {
 	inputtest.CheckDelivery(t, append(first.All(), second.All()...), want, false)
 }
 
-// TestLocalEFOThroughProxy reads 2 shards of 1,000 records each by fan-out
+// TestLocalEFOThroughProxy reads 2 shards of about 300 records each by fan-out
 // from kinesis-local. kinesis-local does not send the initial-response event
 // aws-sdk-go-v2 needs; a test-only proxy (internal/emulator.EFOProxy) adds it.
 func TestLocalEFOThroughProxy(t *testing.T) {
@@ -236,7 +236,7 @@ func TestLocalEFOThroughProxy(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	want := inputtest.Produce(t, client, "orders", "x", 2000, 41)
+	want := inputtest.Produce(t, client, "orders", "x", 600, 41)
 	proxy := emulator.EFOProxy(t, k.Endpoint)
 	conf := strings.Replace(localInput(k, "orders", t.TempDir(), "efo: { consumer_name: app }"), "reader: polling\n", "reader: efo\n", 1)
 	conf = strings.Replace(conf, "endpoint: "+k.Endpoint, "endpoint: "+proxy, 1)

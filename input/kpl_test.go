@@ -22,15 +22,15 @@ func splitCorrupt(msgs []inputtest.Got) (good, corrupt []inputtest.Got) {
 	return good, corrupt
 }
 
-// TestLocalAggregatedRecordsExactlyOnce reads 2,000 aggregates of 1-50 user
-// records mixed with plain records: every user record once, each shard and
+// TestLocalAggregatedRecordsExactlyOnce reads 400 aggregates of 1-50 user
+// records mixed with 100 plain records: every user record once, each shard and
 // partition key in order.
 func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 1})
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 400, MinUsers: 1, MaxUsers: 50, Plain: 100, Seed: 1})
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, localInput(k, "orders", t.TempDir(), ""), out)
 	p.StopWhen(t, out, len(prod.Users), 3*time.Minute)
@@ -46,8 +46,8 @@ func TestLocalAggregatedRecordsExactlyOnce(t *testing.T) {
 			subs++
 		}
 	}
-	if subs != len(prod.Users)-500 {
-		t.Fatalf("%d messages carry a sub-sequence number, want %d (every user record of an aggregate)", subs, len(prod.Users)-500)
+	if subs != len(prod.Users)-100 {
+		t.Fatalf("%d messages carry a sub-sequence number, want %d (every user record of an aggregate)", subs, len(prod.Users)-100)
 	}
 }
 
@@ -59,7 +59,7 @@ func TestLocalRestartInsideAggregate(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
-	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 2})
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 80, MinUsers: 50, MaxUsers: 50, Seed: 2})
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 5 }\nbatching: { count: 7, period: 200ms }")
 	arn := k.StreamARN("orders")
@@ -126,8 +126,8 @@ func TestEFORestartInsideAggregate(t *testing.T) {
 }
 
 // restartInsideAggregates runs the pipeline in up to four runs until every
-// user record has arrived. Each of the first three runs accepts about 1,500
-// messages and stops accepting right after a batch that ends inside an
+// user record has arrived. Each of the first three runs accepts about a fifth
+// of the messages and stops accepting right after a batch that ends inside an
 // aggregate (every aggregate holds 50 user records, sub-sequences 0-49): later
 // batches are rejected until the run stops, so the checkpoint must sit
 // exactly at that message, inside its aggregate. It checks that position
@@ -135,6 +135,7 @@ func TestEFORestartInsideAggregate(t *testing.T) {
 func restartInsideAggregates(t *testing.T, conf, dir, streamARN string, want inputtest.Produced) {
 	t.Helper()
 	var all []inputtest.Got
+	perRun := len(want) / 5
 	for run := 0; run < 4 && len(all) < len(want); run++ {
 		out := &inputtest.Collector{}
 		var held *inputtest.Got // the last accepted message once the run holds
@@ -143,7 +144,7 @@ func restartInsideAggregates(t *testing.T, conf, dir, streamARN string, want inp
 				if held != nil {
 					return true
 				}
-				if msgs := out.Msgs(); len(msgs) >= 1500 && msgs[len(msgs)-1].Sub != "49" {
+				if msgs := out.Msgs(); len(msgs) >= perRun && msgs[len(msgs)-1].Sub != "49" {
 					last := msgs[len(msgs)-1]
 					held = &last
 					return true

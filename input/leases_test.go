@@ -272,7 +272,7 @@ func TestLeasesKinesisLocal(t *testing.T) {
 	want := inputtest.Produced{}
 	for _, name := range []string{"alpha", "beta"} {
 		inputtest.CreateStream(t, client, name, 4)
-		for data, pk := range inputtest.Produce(t, client, name, name, 1500, 31) {
+		for data, pk := range inputtest.Produce(t, client, name, name, 600, 31) {
 			want[data] = pk
 		}
 	}

@@ -134,20 +134,20 @@ func TestLocalSplitAndMergeWhileReading(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	want := inputtest.Produce(t, client, "orders", "a", 1000, 64)
+	want := inputtest.Produce(t, client, "orders", "a", 400, 64)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, localInput(k, "orders", t.TempDir(), "polling: { limit: 50 }"), out)
-	out.WaitFor(t, 200, time.Minute)
+	out.WaitFor(t, 100, time.Minute)
 
 	open := openShards(t, client, "orders")
 	split(t, client, "orders", open[0])
-	for d, pk := range inputtest.Produce(t, client, "orders", "b", 1000, 64) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 400, 64) {
 		want[d] = pk
 	}
 	open = openShards(t, client, "orders") // [child low, child high, shard 1] by hash order
 	sortByHash(open)
 	merge(t, client, "orders", open[1], open[2])
-	for d, pk := range inputtest.Produce(t, client, "orders", "c", 1000, 64) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "c", 400, 64) {
 		want[d] = pk
 	}
 
@@ -176,7 +176,7 @@ func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
-	want := inputtest.Produce(t, client, "orders", "a", 500, 16)
+	want := inputtest.Produce(t, client, "orders", "a", 200, 16)
 	parent := openShards(t, client, "orders")[0]
 	split(t, client, "orders", parent)
 	dir := t.TempDir()
@@ -196,12 +196,12 @@ func TestLocalRestartBetweenParentEndAndChildStart(t *testing.T) {
 		t.Fatalf("first run read %d of the parent's %d records", first.Count(), len(want))
 	}
 
-	for d, pk := range inputtest.Produce(t, client, "orders", "b", 500, 16) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 200, 16) {
 		want[d] = pk
 	}
 	second := &inputtest.Collector{}
 	p = inputtest.StartPipeline(t, conf, second)
-	p.StopWhen(t, second, 500, time.Minute)
+	p.StopWhen(t, second, 200, time.Minute)
 	all := append(first.All(), second.All()...)
 	inputtest.CheckDelivery(t, all, want, true)
 	inputtest.CheckOrder(t, all)
@@ -215,7 +215,8 @@ func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 1)
-	want := inputtest.Produce(t, client, "orders", "a", 2000, 16)
+	want := inputtest.Produce(t, client, "orders", "a", 800, 16)
+	inParent := len(want)
 	dir := t.TempDir()
 	conf := localInput(k, "orders", dir, "polling: { limit: 50 }")
 
@@ -224,11 +225,11 @@ func TestLocalClosedParentWithRecordsLeftAfterRestart(t *testing.T) {
 	p := inputtest.StartPipeline(t, conf, first)
 	first.WaitFor(t, 300, time.Minute)
 	split(t, client, "orders", openShards(t, client, "orders")[0])
-	for d, pk := range inputtest.Produce(t, client, "orders", "b", 500, 16) {
+	for d, pk := range inputtest.Produce(t, client, "orders", "b", 200, 16) {
 		want[d] = pk
 	}
 	p.Stop(t)
-	if first.Count() >= 2000 {
+	if first.Count() >= inParent {
 		t.Fatalf("the first run finished the parent (%d records): the test needs it unfinished", first.Count())
 	}
 

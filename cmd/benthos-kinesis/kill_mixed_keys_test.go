@@ -30,7 +30,7 @@ func TestSIGKILLInsideMixedKeyAggregates(t *testing.T) {
 				client := k.Client()
 				inputtest.CreateStream(t, client, stream, shards)
 				prod := inputtest.ProduceAggregated(t, client, stream, "u", inputtest.AggregateMix{
-					Aggregates: 200, MinUsers: 50, MaxUsers: 50, Style: inputtest.MixedKeysStyle, Seed: uint64(shards),
+					Aggregates: 60, MinUsers: 50, MaxUsers: 50, Style: inputtest.MixedKeysStyle, Seed: uint64(shards),
 				})
 				plan, stalled := stallInsideAggregate(k.StreamARN(stream))
 				plan.stream, plan.efo, plan.keysInManyShards = stream, reader == "efo", true

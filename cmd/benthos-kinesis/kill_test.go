@@ -127,7 +127,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 4)
-	want := inputtest.Produce(t, client, "orders", "k", 4000, 37)
+	want := inputtest.Produce(t, client, "orders", "k", 1600, 37)
 	killAndRestart(t, k, want, killPlan{})
 }
 
@@ -141,7 +141,7 @@ func TestSIGKILLInsideAggregate(t *testing.T) {
 	k := emulator.KinesisLocal(t)
 	client := k.Client()
 	inputtest.CreateStream(t, client, "orders", 2)
-	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 6})
+	prod := inputtest.ProduceAggregated(t, client, "orders", "u", inputtest.AggregateMix{Aggregates: 60, MinUsers: 50, MaxUsers: 50, Seed: 6})
 	plan, stalled := stallInsideAggregate(k.StreamARN("orders"))
 	atKill, all := killAndRestart(t, k, prod.Users, plan)
 	checkPartial(t, atKill, *stalled)
@@ -200,7 +200,7 @@ type killPlan struct {
 	extraInput       string // YAML lines added to the input, both runs
 	firstProcessors  string // YAML processors put first in the first run
 	// ready tells when to kill the first run, from the lines it wrote;
-	// nil: once 1,500 lines are out.
+	// nil: once 600 lines are out.
 	ready func(t *testing.T, cpDir string, got []inputtest.Got) bool
 }
 
@@ -258,7 +258,7 @@ logger:
 	out1 := filepath.Join(dir, "run1.jsonl")
 	first := run(t, bin, config(out1, plan.firstProcessors), filepath.Join(dir, "run1.log"))
 	if plan.ready == nil {
-		waitLines(t, out1, 1500, time.Minute)
+		waitLines(t, out1, 600, time.Minute)
 	} else {
 		deadline := time.Now().Add(time.Minute)
 		for !plan.ready(t, cpDir, readOutput(t, out1)) {
