@@ -78,6 +78,7 @@ var startupOps = []string{
 // record (min/median/max over the 8), to the moment every one of the 64 shards
 // has delivered a record, and to steady reading.
 func TestStartupAtScale(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts 8 instances on 64 shards three times; takes about 15 s")
 	}

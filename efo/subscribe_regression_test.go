@@ -26,6 +26,7 @@ func (f reviewSubscribeAPI) SubscribeToShard(ctx context.Context, in *kinesis.Su
 // Before a fix the watchdog is only armed once the call has returned, so the
 // shard stops being read, silently, for as long as the call hangs (forever).
 func TestHungSubscribeCallIsReplaced(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	api := reviewSubscribeAPI(func(ctx context.Context, in *kinesis.SubscribeToShardInput, _ ...func(*kinesis.Options)) (*kinesis.SubscribeToShardOutput, error) {
 		calls.Add(1)

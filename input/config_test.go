@@ -9,6 +9,7 @@ import (
 )
 
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	t.Parallel()
 	const base = "streams: [a]\nefo: {consumer_name: app}\n"
 	const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/a/consumer/app:1700000000"
 	cases := []struct {
@@ -67,6 +68,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
 	in, err := newTestInput(t, "streams: [orders, 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks']\nefo: {consumer_name: app}")
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +140,7 @@ func indent(s string) string {
 }
 
 func TestStartTimestampBackFromNow(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	got, err := parseStartTimestamp("-24h", now)
 	if err != nil || !got.Equal(now.Add(-24*time.Hour)) {

@@ -141,6 +141,7 @@ func TestEFODeregisterOnClose(t *testing.T) {
 // TestEFORegistrationNoneMakesNoControlPlaneCalls reads through a consumer
 // ARN given in the config: no consumer or stream description call at all.
 func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	arn, err := srv.RegisterConsumer("orders", "app")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // Before the fix Close passed Benthos' context (context.Background()) to the
 // call and waited for ever: here, until the fake's hour-long hold.
 func TestCloseBoundsDeregister(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	in, err := newTestInput(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, deregister_on_close: true }"))
 	if err != nil {

@@ -69,6 +69,7 @@ func TestBalanceTakesItsShare(t *testing.T) {
 // within one of each other, and no instance ever asks for more than
 // steal_limit at once.
 func TestBalanceConverges(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ shards, instances, steals int }{{16, 3, 4}, {16, 3, 1}, {1024, 16, 4}, {7, 4, 2}} {
 		t.Run(fmt.Sprintf("%d shards %d instances steal_limit %d", tc.shards, tc.instances, tc.steals), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))

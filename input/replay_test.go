@@ -96,6 +96,7 @@ func TestStopWhileBatchesAreRejected(t *testing.T) {
 // that message again, not the ones it accepted (as Benthos' own nack-replay
 // wrapper did; the input's first replay sent the whole batch each time).
 func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 10, 1)
 	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms }", "reader: polling\nbatching: { count: 10 }")

@@ -362,6 +362,7 @@ func reviewRecord(seq, data string) types.Record {
 // Before a fix, parentsEnded takes a parent it does not know for "gone past
 // retention" and M is read at once, before C1 and before shard 0 ends.
 func TestMergeWaitsForAParentLearntLater(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	const s0, s1 = "shardId-000000000000", "shardId-000000000001"
 

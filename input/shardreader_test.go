@@ -22,6 +22,7 @@ import (
 // than the limit must be split. Before the fix it was handed out whole, as one
 // batch: ackTracker.Track admits any batch when nothing is pending.
 func TestCheckpointLimitBoundsInFlight(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	pub := scriptedPub{read: func(ctx context.Context, id string, start shard.Start, deliver shard.Deliver) error {
 		var recs []types.Record
@@ -48,6 +49,7 @@ func TestCheckpointLimitBoundsInFlight(t *testing.T) {
 // are delivered and acknowledged like any other, the checkpoint moves on,
 // and nothing says auto_replay_nacks is false (it is not).
 func TestBatchPolicyProcessorErrorsAreDelivered(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 50, 3)
 	dir := t.TempDir()
@@ -93,6 +95,7 @@ batching:
 // "the processors dropped every message" and acknowledged the records: the
 // checkpoint passed them and they were lost at the restart.
 func TestStopDuringBatchPolicyFlushLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 5, 2)
 	dir := t.TempDir()

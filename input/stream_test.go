@@ -75,6 +75,7 @@ func TestLatestIsPinnedWhenTheStreamIsFirstSeen(t *testing.T) {
 // The harness builds the streamReader as prepareStream does for registration
 // none (no describe, zero creation time); it reads by polling for brevity.
 func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
+	t.Parallel()
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	mkPolling := func(in *kinesisInput, client *kinesis.Client) recordPublisher {
@@ -183,6 +184,7 @@ func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
 // stream's state: pinned, and read as shards of the new stream (or, with an
 // id the new stream also has, started before their time).
 func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
+	t.Parallel()
 	in, err := newTestInput(t, "streams: [orders]\nreader: polling\n")
 	if err != nil {
 		t.Fatal(err)

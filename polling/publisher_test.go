@@ -107,6 +107,7 @@ func checkSequence(t *testing.T, seqs []string, from, to int) {
 }
 
 func TestReadsClosedShardToItsEnd(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 25, closed: true, perCall: 10}
 	p := New(api, "arn:stream", Options{})
 	seqs, batches, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
@@ -125,6 +126,7 @@ func TestReadsClosedShardToItsEnd(t *testing.T) {
 // such calls a second exceed a shard's read quota, and a larger read would
 // only hold more in memory.
 func TestReadsAboutAMebibytePerCall(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 3000, perCall: 10000, size: 4096}
 	p := New(api, "arn:stream", Options{})
 	seqs, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 3000)
@@ -154,6 +156,7 @@ func TestReadsAboutAMebibytePerCall(t *testing.T) {
 }
 
 func TestNeverMoreThanFiveCallsPerSecond(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 12, closed: true, perCall: 1}
 	p := New(api, "arn:stream", Options{Interval: 10 * time.Millisecond})
 	if _, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000); err != nil {
@@ -173,6 +176,7 @@ func TestNeverMoreThanFiveCallsPerSecond(t *testing.T) {
 }
 
 func TestExpiredIteratorResumesAfterLastDelivered(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 30, closed: true, perCall: 10}
 	api.fail = func(call int) error {
 		if call == 3 {
@@ -195,6 +199,7 @@ func TestExpiredIteratorResumesAfterLastDelivered(t *testing.T) {
 }
 
 func TestThrottlingBacksOffWithoutLoss(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 20, closed: true, perCall: 5}
 	api.fail = func(call int) error {
 		if call%2 == 0 {
@@ -215,6 +220,7 @@ func TestThrottlingBacksOffWithoutLoss(t *testing.T) {
 }
 
 func TestFatalAndRetryLimitErrors(t *testing.T) {
+	t.Parallel()
 	api := &fakeAPI{records: 5, perCall: 5}
 	api.fail = func(int) error { return &types.AccessDeniedException{Message: aws.String("no")} }
 	p := New(api, "arn:aws:kinesis:us-east-1:000000000000:stream/s", Options{})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDynaliteTable(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	d := Dynalite(t, WithTableDelay(100*time.Millisecond))
 	t.Logf("dynalite ready at %s in %v", d.Endpoint, time.Since(start).Round(time.Millisecond))

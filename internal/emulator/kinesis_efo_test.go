@@ -15,6 +15,7 @@ import (
 // TestKinesisLocalSubscribeToShard reads every record of a two-shard stream
 // through Enhanced Fan-Out with the real SDK, kinesis-local behind EFOProxy.
 func TestKinesisLocalSubscribeToShard(t *testing.T) {
+	t.Parallel()
 	k := KinesisLocal(t, WithStreams("efo:2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -113,6 +114,7 @@ func ownEventStreamCodec(o *kinesis.Options) {
 // for a time after it: the second subscribe is made while the first stream
 // is still open, so that it is refused however slow the machine is.
 func TestKinesisLocalResubscribeTooSoon(t *testing.T) {
+	t.Parallel()
 	k := KinesisLocal(t, WithStreams("busy:1"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestKinesisLocalPutAndGetRecords(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	k := KinesisLocal(t)
 	t.Logf("kinesis-local ready at %s in %v", k.Endpoint, time.Since(start).Round(time.Millisecond))
@@ -58,6 +59,7 @@ func TestKinesisLocalPutAndGetRecords(t *testing.T) {
 // TestKinesisLocalListensOnLoopbackOnly checks the preload: kinesis-local
 // binds 0.0.0.0 by itself, for both its plain and its TLS port.
 func TestKinesisLocalListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	k := KinesisLocal(t)
 	ports := readReport(k.proc.report)
 	if len(ports) != 2 {
@@ -99,6 +101,7 @@ func nonLoopbackIPv4(t *testing.T) net.IP {
 }
 
 func TestKinesisLocalStop(t *testing.T) {
+	t.Parallel()
 	k := KinesisLocal(t)
 	if err := k.Stop(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 // TestEmulatorsEndWithTheirTest checks that no emulator process outlives the
 // test that started it.
 func TestEmulatorsEndWithTheirTest(t *testing.T) {
+	t.Parallel()
 	pids := map[string]int{}
 	t.Run("kinesis-local", func(t *testing.T) { pids[t.Name()] = KinesisLocal(t).PID() })
 	t.Run("dynalite", func(t *testing.T) { pids[t.Name()] = Dynalite(t).PID() })
@@ -22,6 +23,7 @@ func TestEmulatorsEndWithTheirTest(t *testing.T) {
 // TestEmulatorEndsAfterItsLifetime checks the preload's bound for an
 // emulator whose test binary never stops it (e.g. a hung test).
 func TestEmulatorEndsAfterItsLifetime(t *testing.T) {
+	t.Parallel()
 	// The lifetime counts from the process start, so it must outlast a slow
 	// start on a loaded machine (or the emulator ends before Dynalite has
 	// seen it answer); 30 s after the start returned it must be over.

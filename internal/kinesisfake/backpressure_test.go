@@ -30,6 +30,7 @@ func liveSub(t *testing.T, s *Server) *subscription {
 // is exhausted, so what it has written stays far below what there is to send,
 // and everything still arrives, in order, once the client reads again.
 func TestSubscriptionBackPressure(t *testing.T) {
+	t.Parallel()
 	const (
 		recSize = 256 << 10
 		recs    = 96 // 24 MiB in all

@@ -74,6 +74,7 @@ func TestFailNext(t *testing.T) {
 }
 
 func TestDelayNext(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1))
 	c := newClient(s)
 	ctx := testCtx(t)
@@ -166,6 +167,7 @@ func TestControl(t *testing.T) {
 }
 
 func TestSubscriptionFaults(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"http1", "tls-h2"} {
 		t.Run(mode, func(t *testing.T) {
 			opts := []Opt{Stream("s", 2), SubscriptionHeartbeat(40 * time.Millisecond), SubscribeTakeoverWindow(0), Quotas(false)}

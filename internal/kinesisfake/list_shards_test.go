@@ -33,6 +33,7 @@ func listAll(t *testing.T, c *kinesis.Client, first *kinesis.ListShardsInput) ([
 }
 
 func TestListShardsPagination(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("big", 2500), Quotas(false))
 	c := newClient(s)
 

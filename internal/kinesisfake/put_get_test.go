@@ -24,6 +24,7 @@ func bigOf(t *testing.T, s string) *big.Int {
 }
 
 func TestPutRecordRouting(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 4))
 	c := newClient(s)
 	ctx := testCtx(t)
@@ -76,6 +77,7 @@ func TestPutRecordRouting(t *testing.T) {
 }
 
 func TestPutRecordErrors(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1))
 	c := newClient(s)
 	ctx := testCtx(t)
@@ -279,6 +281,7 @@ func TestGetRecordsLimitAndMillisBehind(t *testing.T) {
 }
 
 func TestGetRecordsTenMiB(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1), Quotas(false))
 	c := newClient(s)
 	ctx := testCtx(t)

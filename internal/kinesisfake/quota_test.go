@@ -43,6 +43,7 @@ func TestGetRecordsCallQuota(t *testing.T) {
 }
 
 func TestGetRecordsByteQuota(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newServer(t, Stream("s", 1), withClock(clock))
 	c := newClient(s)
@@ -178,6 +179,7 @@ func TestControlPlaneQuotas(t *testing.T) {
 }
 
 func TestWriteQuotas(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock() // no refill between the calls
 	s := newServer(t, Stream("s", 1), WriteQuotas(true), withClock(clock))
 	c := newClient(s)

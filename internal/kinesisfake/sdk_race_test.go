@@ -16,6 +16,7 @@ import (
 // less often thanks to the server's grace pause; it is not the fake's to fix,
 // so no test asserts it never happens: the SDK retries such calls.)
 func TestHTTPClientOverHTTP1(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("big", 300), Quotas(false))
 	for name, c := range map[string]*kinesis.Client{
 		"HTTPClient": newClient(s),

@@ -62,6 +62,7 @@ func TestCreateStream(t *testing.T) {
 }
 
 func TestStreamStatusDelay(t *testing.T) {
+	t.Parallel()
 	// The clock stands still except where the test moves it on, so each
 	// status lasts as long as the test needs, however slow the calls are.
 	// Quotas are off: the waiters' DescribeStream calls would otherwise

@@ -14,6 +14,7 @@ import (
 // The SDK reads SubscribeToShard end to end over each transport the fake
 // serves: HTTP/1.1, HTTP/2 over TLS (as AWS) and h2c.
 func TestSubscribeEndToEnd(t *testing.T) {
+	t.Parallel()
 	modes := []struct {
 		name      string
 		opts      []Opt
@@ -80,6 +81,7 @@ func TestSubscribeEndToEnd(t *testing.T) {
 }
 
 func TestSubscribeHeartbeatAndContinuation(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1), SubscriptionHeartbeat(100*time.Millisecond), SubscribeTakeoverWindow(0), Quotas(false))
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
@@ -180,6 +182,7 @@ func TestSubscribeEventBoundsAndResume(t *testing.T) {
 }
 
 func TestSubscribeLifetime(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1), SubscriptionLifetime(300*time.Millisecond), SubscriptionHeartbeat(50*time.Millisecond))
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
@@ -328,6 +331,7 @@ func TestSubscribeEndsWhenConsumerOrStreamGoes(t *testing.T) {
 }
 
 func TestSubscribeReadRateQuota(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, Stream("s", 1))
 	c := newClient(s)
 	arn, err := s.RegisterConsumer("s", "app")
