@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,35 +51,6 @@ func run(t *testing.T, bin, config, logPath string) *exec.Cmd {
 		logFile.Close()
 	})
 	return cmd
-}
-
-// readJSONLines decodes each complete line of the file at path into a T
-// and hands it to add; a last line cut short by a kill is ignored. A file
-// that does not exist yet has no lines.
-func readJSONLines[T any](t *testing.T, path string, add func(T)) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
-		data = data[:i+1] // a partial last line
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var v T
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%s: line %q: %v", path, sc.Bytes(), err)
-		}
-		add(v)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // outputLine is a line the pipeline of killAndRestart writes.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -444,19 +443,6 @@ func readMemOutput(t *testing.T, path string) []inputtest.Got {
 			Err: strconv.Itoa(m.Len) + ":" + m.Sha})
 	})
 	return out
-}
-
-// memCountLines counts the complete lines of a file; 0 if it does not exist.
-func memCountLines(t *testing.T, path string) int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Count(data, []byte("\n"))
 }
 
 func memLog(path string) string {
