@@ -80,7 +80,8 @@ func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 
 // TestEFORecoversFromFaults injects connection drops, a ResourceInUse storm,
 // LimitExceeded below the retry limit and an exception frame mid-stream:
-// nothing is lost and no error is logged.
+// nothing is lost and no error is logged. (Short backoffs: the test is about
+// recovering, not the waits.)
 func TestEFORecoversFromFaults(t *testing.T) {
 	t.Parallel()
 	// A short hand-over window: after each cut AWS refuses a new
@@ -93,7 +94,8 @@ func TestEFORecoversFromFaults(t *testing.T) {
 	srv.DropSubscriptionAfter("", 3, 2)                             // connections cut mid-stream
 	srv.FailNext("SubscribeToShard", 20, "ResourceInUseException")  // a hand-over storm
 	srv.FailSubscriptionAfter("", 2, 1, "InternalFailureException") // exception frames mid-stream
-	p := inputtest.StartPipelineLogged(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out, logs)
+	p := inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out.Consume,
+		inputtest.Options{Input: fastTimersInput, Logs: logs})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs)
@@ -191,6 +193,7 @@ func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 func TestEFOBadConsumerStates(t *testing.T) {
 	t.Parallel()
 	t.Run("eager, consumer DELETING", func(t *testing.T) {
+		t.Parallel()
 		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(time.Hour))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
@@ -207,6 +210,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 	t.Run("eager, not registered", func(t *testing.T) {
+		t.Parallel()
 		srv := newFake(t, kinesisfake.Stream("orders", 1))
 		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, registration: eager }"))
 		for _, w := range []string{"consumer app", "is not registered", "benthos-kinesis efo register --stream", "registration: lazy"} {
@@ -216,6 +220,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 	t.Run("lazy, consumer DELETING", func(t *testing.T) {
+		t.Parallel()
 		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(8*time.Second))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
@@ -235,6 +240,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 	t.Run("access denied", func(t *testing.T) {
+		t.Parallel()
 		srv := newFake(t, kinesisfake.Stream("orders", 1))
 		srv.FailNext("DescribeStreamConsumer", 1, "AccessDeniedException")
 		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"))
@@ -245,6 +251,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 		}
 	})
 	t.Run("subscribe access denied", func(t *testing.T) {
+		t.Parallel()
 		srv := newFake(t, kinesisfake.Stream("orders", 1))
 		srv.FailNext("SubscribeToShard", 1, "AccessDeniedException")
 		want := fakeProduce(t, srv, "orders", "d", 50, 3)

@@ -101,7 +101,10 @@ func TestExpiredCheckpoint(t *testing.T) {
 			if !trimmed {
 				name = reader.name + "/refused_for_another_cause"
 			}
-			t.Run(name, func(t *testing.T) { testExpiredCheckpoint(t, reader.yaml, trimmed) })
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				testExpiredCheckpoint(t, reader.yaml, trimmed)
+			})
 		}
 	}
 }

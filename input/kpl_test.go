@@ -117,8 +117,12 @@ func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
 // fan-out: resuming inside an aggregate uses AT_SEQUENCE_NUMBER there too.
 func TestEFORestartInsideAggregate(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3))
-	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 200, MinUsers: 50, MaxUsers: 50, Seed: 5})
+	// A short hand-over window: a restart's subscription is refused while
+	// AWS still holds the stopped run's (up to 5 s); the test is about where
+	// the restart resumes, not that wait.
+	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3),
+		kinesisfake.SubscribeTakeoverWindow(time.Second))
+	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 80, MinUsers: 50, MaxUsers: 50, Seed: 5})
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "efo: { consumer_name: app }\nbatching: { count: 7, period: 200ms }\ncheckpoint: { dir: '"+dir+"', commit_period: 100ms, limit: 20 }")
 	conf = strings.Replace(conf, "checkpoint: { dir: '"+dir+"', commit_period: 100ms }\n", "", 1)
