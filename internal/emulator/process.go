@@ -29,6 +29,11 @@ type nodeProcess struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// mu guards quiet: set once the test ends or stops the process, after
+	// which an exit is expected and not reported.
+	mu    sync.Mutex
+	quiet bool
 }
 
 // stopTimeout bounds the wait for a killed process to be reaped.
@@ -80,8 +85,10 @@ func startNode(t testing.TB, l nodeLaunch, cfg *launchConfig) (*nodeProcess, int
 	go func() {
 		p.waitErr = p.cmd.Wait()
 		close(p.exited)
+		p.reportExit(t)
 	}()
 	t.Cleanup(func() {
+		p.hush()
 		if err := p.stop(); err != nil {
 			t.Errorf("%v", err)
 		}
@@ -167,12 +174,31 @@ func (p *nodeProcess) fatalf(t testing.TB, format string, args ...any) {
 	t.Fatalf("%s\n--- %s output (tail) ---\n%s", fmt.Sprintf(format, args...), p.name, p.out)
 }
 
+// reportExit logs, with the emulator's output, an exit that neither the test
+// nor its end asked for: a test then fails with connection errors, and this
+// says why. (Some exits are expected, e.g. at the end of a lifetime.)
+func (p *nodeProcess) reportExit(t testing.TB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.quiet {
+		t.Logf("emulator: %s (pid %d) exited while its test runs: %v\n--- %s output (tail) ---\n%s", p.name, p.pid(), p.waitErr, p.name, p.out)
+	}
+}
+
+// hush marks later exits as expected: the test is ending or stops p.
+func (p *nodeProcess) hush() {
+	p.mu.Lock()
+	p.quiet = true
+	p.mu.Unlock()
+}
+
 // pid is the emulator's process id (and its process group id).
 func (p *nodeProcess) pid() int { return p.cmd.Process.Pid }
 
 // stop kills the emulator's process group and waits until the emulator is
 // reaped. Calling it again returns the first result.
 func (p *nodeProcess) stop() error {
+	p.hush()
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.exited:
