@@ -46,12 +46,8 @@ demo: build
 		$(if $(DEMO_SECONDS),timeout -s INT $(DEMO_SECONDS)) $(BIN)/benthos-kinesis run -r './resources/*.yaml' config/demo.yaml || true
 
 # All the tests: formatting, vet, unit and integration tests (they start the
-# emulators themselves on loopback), and the example configs' tests. The
-# steps after the install run side by side (their output by whole lines):
-# the unit tests wait on timers and child processes much of the time, and
-# the other steps fill it.
-test: emulators
-	@$(MAKE) --no-print-directory -j 4 --output-sync=line lint unit config-test modules
+# emulators themselves on loopback), and the example configs' tests.
+test: emulators lint unit config-test modules
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
