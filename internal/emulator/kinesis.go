@@ -52,6 +52,7 @@ func KinesisLocal(t testing.TB, opts ...Option) *Kinesis {
 			"KINESIS_MOCK_TLS_PORT=" + strconv.Itoa(kinesisTLSPort),
 		},
 		portLabel: kinesisPlainPort,
+		codeCache: true,
 	}, withoutPortEnv(cfg))
 	k := &Kinesis{
 		Endpoint:   fmt.Sprintf("http://127.0.0.1:%d", port),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +118,35 @@ func TestKinesisLocalStop(t *testing.T) {
 	}
 	if err := k.Stop(); err != nil {
 		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// TestKinesisLocalCodeCache starts kinesis-local twice on an empty code cache
+// directory: the first start compiles its script and saves V8's code cache
+// there, the second compiles from that cache and serves as well.
+func TestKinesisLocalCodeCache(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := KinesisLocal(t, WithEnv(envCodeCache, dir))
+	var saved []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(saved) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no code cache saved in %s within 30s; output:\n%s", dir, first.proc.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+		saved, _ = filepath.Glob(filepath.Join(dir, "main.js-*.v8cache"))
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	second := KinesisLocal(t, WithEnv(envCodeCache, dir))
+	if out := second.proc.out.String(); !strings.Contains(out, "compiled from the code cache "+saved[0]) {
+		t.Fatalf("the second start did not compile from %s; output:\n%s", saved[0], out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := second.Client().CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("cached"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatalf("CreateStream on the emulator started from the cache: %v", err)
 	}
 }

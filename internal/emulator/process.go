@@ -46,6 +46,9 @@ type nodeLaunch struct {
 	args      []string // before the options' args
 	env       []string // before the options' env
 	portLabel int      // the port the emulator asks for; the preload maps it
+	// codeCache compiles script from a V8 code cache kept under the npm
+	// prefix (codecache.js): for a large script started many times.
+	codeCache bool
 }
 
 // startNode starts l under the loopback preload, waits until it listens on
@@ -60,16 +63,26 @@ func startNode(t testing.TB, l nodeLaunch, cfg *launchConfig) (*nodeProcess, int
 	if err := os.WriteFile(preload, loopbackJS, 0o644); err != nil {
 		t.Fatalf("emulator: write preload: %v", err)
 	}
+	args := []string{"-r", preload}
+	var env []string
+	if l.codeCache {
+		cachePreload := filepath.Join(tmp, "codecache.js")
+		if err := os.WriteFile(cachePreload, codeCacheJS, 0o644); err != nil {
+			t.Fatalf("emulator: write preload: %v", err)
+		}
+		args = append(args, "-r", cachePreload)
+		env = append(env, envCodeCache+"="+filepath.Join(dir, codeCacheDirRel))
+	}
 	p := &nodeProcess{
 		name:   l.pkg.name,
 		out:    newTailBuffer(defaultTail),
 		report: filepath.Join(tmp, "ports"),
 		exited: make(chan struct{}),
 	}
-	args := append([]string{"-r", preload, l.script}, l.args...)
+	args = append(append(args, l.script), l.args...)
 	p.cmd = exec.Command(node, append(args, cfg.args...)...)
 	p.cmd.Dir = packageDir(dir, l.pkg.name)
-	p.cmd.Env = append(os.Environ(), l.env...)
+	p.cmd.Env = append(append(os.Environ(), l.env...), env...)
 	p.cmd.Env = append(p.cmd.Env, sortedEnv(cfg.env)...)
 	// Last, so that nothing above overrides them (exec keeps the last value).
 	p.cmd.Env = append(p.cmd.Env,
