@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,21 +15,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 )
-
-// buildBinary builds this command into a temporary directory, once per test
-// binary.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "benthos-kinesis-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "benthos-kinesis")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // run starts the binary with a config; its output goes to a log file.
 func run(t *testing.T, bin, config, logPath string) *exec.Cmd {
