@@ -52,7 +52,7 @@ test: emulators lint unit config-test modules
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet ./... ./cmd/benthos-kinesis/testdata/memload
 
 # Most tests wait on the network, timers and child processes rather than
 # the CPU: four at a time per package keeps both cores busy.

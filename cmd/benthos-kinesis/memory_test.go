@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
 // The load of TestSlowOutputMemoryBounded.
@@ -139,6 +136,10 @@ func memBound(idle int64) int64 {
 //
 // The pipeline runs one processing thread: with more, Benthos processes
 // batches in parallel and the output can write them out of order.
+//
+// The fake Kinesis and the producer run in a process of their own
+// (testdata/memload, built without the race detector), as the binary does:
+// in this race-instrumented process they cost about 38 CPU-seconds.
 func TestSlowOutputMemoryBounded(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -152,8 +153,7 @@ func TestSlowOutputMemoryBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	srv, caFile := startFake(t, dir, kinesisfake.Stream("orders", memShards),
-		kinesisfake.ConsumerActivationDelay(200*time.Millisecond))
+	load := startMemLoad(t, dir)
 	cpDir := filepath.Join(dir, "checkpoints")
 	config := func(name string, slow bool) (yamlPath, outPath string) {
 		outPath = filepath.Join(dir, name+".jsonl")
@@ -191,7 +191,7 @@ rate_limit_resources:
   - label: slow_output
     local: { count: %d, interval: 100ms }
 logger: { level: warn }
-`, srv.Endpoint(), srv.Region(), caFile, cpDir, memCheckpointLimit, outputProcs, outPath, memOutputRate/10)
+`, load.endpoint, load.region, load.caFile, cpDir, memCheckpointLimit, outputProcs, outPath, memOutputRate/10)
 		if err := os.WriteFile(yamlPath, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ logger: { level: warn }
 	cfgSlow, outIdle := config("idle", true)
 	logIdle := filepath.Join(dir, "idle.log")
 	idleCmd := run(t, bin, cfgSlow, logIdle)
-	memWaitSubscribed(t, srv, logIdle)
+	load.waitSubscribed(logIdle)
 	idleSampler := startMemSampler(t, idleCmd.Process.Pid, 500*time.Millisecond)
 	time.Sleep(3 * time.Second)
 	idleSampler.stop()
@@ -227,7 +227,7 @@ logger: { level: warn }
 		memShards, memFmt(idle), memFmt(bound), memGCFactor, memShards, memFmt(int64(memPerShard())), memFmt(memSlack))
 
 	// Production, with the slow binary started on a backlog.
-	prod := startMemProducer(t, srv, memBacklogAtStart, memProduceRate)
+	load.produce(memBacklogAtStart, memProduceRate)
 	cfgSlow, outSlow := config("slow", true)
 	logSlow := filepath.Join(dir, "slow.log")
 	slowCmd := run(t, bin, cfgSlow, logSlow)
@@ -238,7 +238,7 @@ logger: { level: warn }
 		time.Sleep(time.Until(slowStart.Add(next)))
 		t.Logf("%3.0fs: RSS %s, %d records written", next.Seconds(), memFmt(sampler.last()), memCountLines(t, outSlow))
 	}
-	want, shas := prod.stop()
+	want, shas, producedFor := load.stop()
 	slowEnd := time.Now()
 	hwm := memProcStatusBytes(t, pid, "VmHWM")
 	sampler.stop()
@@ -249,7 +249,7 @@ logger: { level: warn }
 	late := sampler.maxBetween(slowEnd.Add(-third), slowEnd)
 	backlog := len(want) - written
 	t.Logf("produced %d records (%s): %d before the slow binary started, the rest in %v while it ran; it wrote %d (%.0f/s); backlog %d records (%s)",
-		len(want), memFmt(int64(len(want))*memRecordSize), memBacklogAtStart, prod.took().Round(time.Millisecond),
+		len(want), memFmt(int64(len(want))*memRecordSize), memBacklogAtStart, producedFor.Round(time.Millisecond),
 		written, float64(written)/slowEnd.Sub(slowStart).Seconds(), backlog, memFmt(int64(backlog)*memRecordSize))
 	t.Logf("RSS: idle %s; slow run peak %s (VmHWM %s), max over the second third %s, over the last third %s; bound %s; the backlog decoded in memory would be at least %s",
 		memFmt(idle), memFmt(peak), memFmt(hwm), memFmt(mid), memFmt(late), memFmt(bound),
@@ -336,99 +336,6 @@ func memCheckFullBatches(t *testing.T, got []inputtest.Got) {
 	}
 	t.Logf("slow run, per shard: %s", strings.Join(parts, "; "))
 }
-
-func memWaitSubscribed(t *testing.T, srv *kinesisfake.Server, logPath string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.Subscriptions() < memShards {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d shards subscribed within 30s; log:\n%s", srv.Subscriptions(), memShards, memLog(logPath))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// memProducer writes a backlog at once, then records at a fixed rate, round
-// robin over the shards of stream orders, with partition keys key-<shard>-<0..7>. Record i of shard s
-// has data "m-<s>-<i, 7 digits>" (its id) padded to memRecordSize bytes with
-// a pattern that depends on i.
-type memProducer struct {
-	t        *testing.T
-	done     chan struct{}
-	finished chan struct{}
-	start    time.Time
-	end      time.Time
-	want     inputtest.Produced // id -> partition key
-	shas     map[string]string  // id -> "<len>:<sha256>" of the data
-	err      error
-	stopOnce sync.Once
-}
-
-func startMemProducer(t *testing.T, srv *kinesisfake.Server, backlog, rate int) *memProducer {
-	shards, err := srv.Shards("orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &memProducer{t: t, done: make(chan struct{}), finished: make(chan struct{}),
-		want: inputtest.Produced{}, shas: map[string]string{}}
-	buf := make([]byte, memRecordSize)
-	n := 0
-	put := func(target int) error {
-		for ; n < target; n++ {
-			s, i := n%len(shards), n/len(shards)
-			id := fmt.Sprintf("m-%d-%07d", s, i)
-			fill := []byte("|" + strconv.Itoa(i*7919+s))
-			copy(buf, id)
-			for j := len(id); j < len(buf); j += len(fill) {
-				copy(buf[j:], fill)
-			}
-			pk := fmt.Sprintf("key-%d-%d", s, i%8)
-			if _, _, err := srv.PutWithHashKey("orders", *shards[s].HashKeyRange.StartingHashKey, pk, buf); err != nil {
-				return err
-			}
-			sum := sha256.Sum256(buf)
-			p.want[id] = pk
-			p.shas[id] = strconv.Itoa(len(buf)) + ":" + hex.EncodeToString(sum[:])
-		}
-		return nil
-	}
-	if err := put(backlog); err != nil {
-		t.Fatalf("producing the backlog: %v", err)
-	}
-	p.start = time.Now()
-	go func() {
-		defer close(p.finished)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-p.done:
-				p.end = time.Now()
-				return
-			case <-tick.C:
-			}
-			if p.err = put(backlog + int(time.Since(p.start).Seconds()*float64(rate))); p.err != nil {
-				p.end = time.Now()
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { p.stopOnce.Do(func() { close(p.done) }); <-p.finished })
-	return p
-}
-
-// stop ends production and returns what was written.
-func (p *memProducer) stop() (inputtest.Produced, map[string]string) {
-	p.t.Helper()
-	p.stopOnce.Do(func() { close(p.done) })
-	<-p.finished
-	if p.err != nil {
-		p.t.Fatalf("producing: %v", p.err)
-	}
-	return p.want, p.shas
-}
-
-func (p *memProducer) took() time.Duration { return p.end.Sub(p.start) }
 
 // readMemOutput parses the JSON lines a run wrote. Got.Data is the record's
 // id and Got.Err "<len>:<sha256>" of its data.

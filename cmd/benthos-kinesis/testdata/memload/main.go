@@ -1,0 +1,195 @@
+// Command memload is the Kinesis side of TestSlowOutputMemoryBounded: the
+// in-process fake (HTTP/2 over TLS, as AWS serves fan-out) with one stream,
+// and a producer writing 1 KiB records into it, in a process of its own.
+//
+// The test runs under the race detector; serving about 140 MiB of records
+// (base64 in JSON events) and producing them cost that instrumented process
+// about 38 CPU-seconds, against 5 here. The binary under test never ran in
+// it: it is built and run apart, as this is.
+//
+// It listens on loopback, writes the fake's certificate to -ca-file and prints
+// "ready <endpoint> <region>". Then it answers one line per command read on
+// stdin:
+//
+//	subscriptions            -> subscriptions <open SubscribeToShard streams>
+//	produce <backlog> <rate> -> producing (the backlog is written, the rest
+//	                            follows at rate records per second)
+//	stop                     -> produced <records> <seconds at rate>, once
+//	                            the manifest is written
+//
+// It exits when stdin ends. Record i of shard s (round robin over the shards)
+// has id "m-<s>-<i, 7 digits>", data the id padded to -record-size bytes with
+// a pattern that depends on i, and partition key "key-<s>-<i mod 8>". The
+// manifest (-manifest) has a line "<id> <partition key> <len>:<sha256>" per
+// record written.
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "memload:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		stream     = flag.String("stream", "orders", "the stream to create and write")
+		shards     = flag.Int("shards", 4, "its shards")
+		recordSize = flag.Int("record-size", 1024, "bytes of data per record")
+		activation = flag.Duration("consumer-activation-delay", 200*time.Millisecond, "how long a new consumer stays CREATING")
+		caFile     = flag.String("ca-file", "", "where to write the fake's certificate (PEM)")
+		manifest   = flag.String("manifest", "", "where to write what was produced, at stop")
+	)
+	flag.Parse()
+	if *caFile == "" || *manifest == "" {
+		return errors.New("-ca-file and -manifest are required")
+	}
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(*stream, *shards),
+		kinesisfake.ConsumerActivationDelay(*activation))
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if err := os.WriteFile(*caFile, srv.CertificatePEM(), 0o644); err != nil {
+		return err
+	}
+	list, err := srv.Shards(*stream)
+	if err != nil {
+		return err
+	}
+	p := &producer{srv: srv, stream: *stream, shards: list, buf: make([]byte, *recordSize)}
+	fmt.Printf("ready %s %s\n", srv.Endpoint(), srv.Region())
+
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		reply, err := p.command(strings.Fields(in.Text()), *manifest)
+		if err != nil {
+			return fmt.Errorf("%q: %w", in.Text(), err)
+		}
+		fmt.Println(reply)
+	}
+	p.stop()
+	return in.Err()
+}
+
+type producer struct {
+	srv    *kinesisfake.Server
+	stream string
+	shards []types.Shard
+	buf    []byte
+
+	done     chan struct{}
+	finished chan struct{}
+	start    time.Time
+	end      time.Time
+	err      error
+
+	mu       sync.Mutex // guards n and manifest while producing
+	n        int
+	manifest []byte
+}
+
+func (p *producer) command(args []string, manifest string) (string, error) {
+	switch {
+	case len(args) == 1 && args[0] == "subscriptions":
+		return fmt.Sprintf("subscriptions %d", p.srv.Subscriptions()), nil
+	case len(args) == 3 && args[0] == "produce" && p.done == nil:
+		backlog, err1 := strconv.Atoi(args[1])
+		rate, err2 := strconv.Atoi(args[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return "", err
+		}
+		if err := p.put(backlog); err != nil {
+			return "", fmt.Errorf("writing the backlog: %w", err)
+		}
+		p.produce(backlog, rate)
+		return "producing", nil
+	case len(args) == 1 && args[0] == "stop" && p.done != nil:
+		if err := p.stop(); err != nil {
+			return "", err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := os.WriteFile(manifest, p.manifest, 0o644); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("produced %d %.3f", p.n, p.end.Sub(p.start).Seconds()), nil
+	}
+	return "", errors.New("unknown command, or not in this state")
+}
+
+// produce writes records at rate per second after the backlog, until stop.
+func (p *producer) produce(backlog, rate int) {
+	p.done, p.finished = make(chan struct{}), make(chan struct{})
+	p.start = time.Now()
+	go func() {
+		defer close(p.finished)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				p.end = time.Now()
+				return
+			case <-tick.C:
+			}
+			if p.err = p.put(backlog + int(time.Since(p.start).Seconds()*float64(rate))); p.err != nil {
+				p.end = time.Now()
+				return
+			}
+		}
+	}()
+}
+
+func (p *producer) stop() error {
+	if p.done == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+	default:
+		close(p.done)
+	}
+	<-p.finished
+	return p.err
+}
+
+// put writes records until target have been written.
+func (p *producer) put(target int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ; p.n < target; p.n++ {
+		s, i := p.n%len(p.shards), p.n/len(p.shards)
+		id := fmt.Sprintf("m-%d-%07d", s, i)
+		fill := []byte("|" + strconv.Itoa(i*7919+s))
+		copy(p.buf, id)
+		for j := len(id); j < len(p.buf); j += len(fill) {
+			copy(p.buf[j:], fill)
+		}
+		pk := fmt.Sprintf("key-%d-%d", s, i%8)
+		if _, _, err := p.srv.PutWithHashKey(p.stream, *p.shards[s].HashKeyRange.StartingHashKey, pk, p.buf); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(p.buf)
+		p.manifest = fmt.Appendf(p.manifest, "%s %s %d:%s\n", id, pk, len(p.buf), hex.EncodeToString(sum[:]))
+	}
+	return nil
+}
