@@ -68,6 +68,7 @@ func nackedRun(t *testing.T, reader string, threads int, strict bool) int {
 // r-0000050 after r-0000089 with one thread and an output writing one batch
 // at a time; TestWithoutStrictOrderBatchesOvertakeAReplay shows it here).
 func TestStrictOrderHoldsAcrossNacks(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, reader string
 		threads      int
@@ -100,6 +101,7 @@ func TestWithoutStrictOrderBatchesOvertakeAReplay(t *testing.T) {
 // TestStrictOrderWithBatchPolicy: strict_order with a batch policy
 // (count and period) and nacks replayed: every record once, in shard order.
 func TestStrictOrderWithBatchPolicy(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, extra string }{
 		{"count+period", "batching: { count: 7, period: 20ms }"},
 		{"period only", "batching: { period: 5ms }"},

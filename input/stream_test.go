@@ -138,6 +138,7 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 // acknowledged record of the new stream came again; with latest the records
 // written while the input was stopped were never read.
 func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
+	t.Parallel()
 	polling, efo := "reader: polling", "efo: { consumer_name: app }"
 	for _, c := range []struct{ name, startFrom, reader string }{
 		{"polling, trim_horizon", "trim_horizon", polling},

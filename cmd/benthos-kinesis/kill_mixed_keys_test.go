@@ -21,6 +21,7 @@ import (
 // input delivered such records it dropped them, as KCL does: they exist in no
 // other shard, so they were lost.)
 func TestSIGKILLInsideMixedKeyAggregates(t *testing.T) {
+	t.Parallel()
 	k := emulator.KinesisLocal(t) // one emulator, a stream per subtest
 	for _, shards := range []int32{2, 4} {
 		for _, reader := range []string{"polling", "efo"} {

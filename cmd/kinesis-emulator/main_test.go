@@ -53,6 +53,7 @@ func TestParseStreams(t *testing.T) {
 }
 
 func TestEmulatorRunsAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")

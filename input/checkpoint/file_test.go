@@ -133,6 +133,7 @@ func TestFileSurvivesSIGKILL(t *testing.T) {
 		saveForever(dir)
 		return
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	last := -1
 	for round := range 12 {

@@ -81,6 +81,7 @@ func randomBody(r *rand.Rand, n int, childShards bool) []byte {
 // TestDecodeAsTheSDK: every field of random responses decodes as the SDK
 // decodes it.
 func TestDecodeAsTheSDK(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		body := randomBody(r, r.IntN(50), i%10 == 0)
