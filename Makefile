@@ -55,9 +55,11 @@ lint:
 	$(GO) vet ./... ./cmd/benthos-kinesis/testdata/memload
 
 # Most tests wait on the network, timers and child processes rather than
-# the CPU: four at a time per package keeps both cores busy.
+# the CPU: four at a time per package keeps both cores busy. A binary built
+# with -race sleeps a second when it exits unless told otherwise (GORACE
+# atexit_sleep_ms): every test binary and the children some tests start.
 unit:
-	$(GO) test -race -parallel 4 -timeout 20m ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" $(GO) test -race -parallel 4 -timeout 20m ./...
 
 RESOURCES := $(addprefix -r ,$(wildcard resources/*.yaml))
 config-test: $(BIN)/benthos-kinesis
