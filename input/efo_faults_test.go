@@ -221,7 +221,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	})
 	t.Run("lazy, consumer DELETING", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(8*time.Second))
+		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(3*time.Second))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
 			t.Fatal(err)
