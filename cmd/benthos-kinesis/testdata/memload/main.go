@@ -31,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -62,8 +63,11 @@ func run() error {
 	if *caFile == "" || *manifest == "" {
 		return errors.New("-ca-file and -manifest are required")
 	}
+	// Its warnings go to stderr, which the test keeps in a log it shows on
+	// failure; stdout carries only the answers.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(*stream, *shards),
-		kinesisfake.ConsumerActivationDelay(*activation))
+		kinesisfake.ConsumerActivationDelay(*activation), kinesisfake.Logger(logger))
 	if err != nil {
 		return err
 	}
