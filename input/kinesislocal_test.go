@@ -11,21 +11,8 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 )
 
-// localPollInterval is polling.interval against kinesis-local: it spends
-// 15-30 ms of CPU on every call, even one that finds nothing, so the default
-// 200 ms cost it about half a core for every 4 shards polled, mostly for
-// shards already read to the end.
-const localPollInterval = "1s"
-
-// localInput is the input's YAML for a kinesis-local emulator, read by
-// polling every localPollInterval. A polling object in extra (e.g.
-// "polling: { limit: 50 }") gets the interval too.
+// localInput is the input's YAML for a kinesis-local emulator.
 func localInput(k *emulator.Kinesis, streams, dir, extra string) string {
-	polling := "polling: { interval: " + localPollInterval + " }"
-	if strings.Contains(extra, "polling: {") {
-		extra = strings.Replace(extra, "polling: {", "polling: { interval: "+localPollInterval+",", 1)
-		polling = ""
-	}
 	return fmt.Sprintf(`
 streams: [ %s ]
 endpoint: %s
@@ -34,8 +21,7 @@ credentials: { id: %s, secret: %s }
 reader: polling
 start_from: trim_horizon
 checkpoint: { dir: '%s', commit_period: 100ms }
-%s
-%s`, streams, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, dir, polling, extra)
+%s`, streams, k.Endpoint, k.Region, emulator.AccessKeyID, emulator.SecretAccessKey, dir, extra)
 }
 
 // TestLocalManyStreamsExactlyOnce reads 3 streams of 4 shards, about 100
