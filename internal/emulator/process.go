@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,19 +60,11 @@ func startNode(t testing.TB, l nodeLaunch, cfg *launchConfig) (*nodeProcess, int
 	node, dir := prepare(t, l.pkg.name)
 
 	tmp := t.TempDir()
-	preload := filepath.Join(tmp, "loopback.js")
-	if err := os.WriteFile(preload, loopbackJS, 0o644); err != nil {
-		t.Fatalf("emulator: write preload: %v", err)
-	}
-	args := []string{"-r", preload}
-	var env []string
+	args := []string{"-r", writePreload(t, tmp, "loopback.js", loopbackJS)}
+	env := l.env
 	if l.codeCache {
-		cachePreload := filepath.Join(tmp, "codecache.js")
-		if err := os.WriteFile(cachePreload, codeCacheJS, 0o644); err != nil {
-			t.Fatalf("emulator: write preload: %v", err)
-		}
-		args = append(args, "-r", cachePreload)
-		env = append(env, envCodeCache+"="+filepath.Join(dir, codeCacheDirRel))
+		args = append(args, "-r", writePreload(t, tmp, "codecache.js", codeCacheJS))
+		env = append(slices.Clip(env), envCodeCache+"="+filepath.Join(dir, codeCacheDirRel))
 	}
 	p := &nodeProcess{
 		name:   l.pkg.name,
@@ -82,7 +75,7 @@ func startNode(t testing.TB, l nodeLaunch, cfg *launchConfig) (*nodeProcess, int
 	args = append(append(args, l.script), l.args...)
 	p.cmd = exec.Command(node, append(args, cfg.args...)...)
 	p.cmd.Dir = packageDir(dir, l.pkg.name)
-	p.cmd.Env = append(append(os.Environ(), l.env...), env...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Env = append(p.cmd.Env, sortedEnv(cfg.env)...)
 	// Last, so that nothing above overrides them (exec keeps the last value).
 	p.cmd.Env = append(p.cmd.Env,
@@ -115,6 +108,16 @@ func startNode(t testing.TB, l nodeLaunch, cfg *launchConfig) (*nodeProcess, int
 		p.fatalf(t, "%v", err)
 	}
 	return p, port
+}
+
+// writePreload writes a preload script into dir and returns its path.
+func writePreload(t testing.TB, dir, name string, script []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, script, 0o644); err != nil {
+		t.Fatalf("emulator: write preload %s: %v", name, err)
+	}
+	return path
 }
 
 // waitPort polls the preload's report until the emulator listens on the
