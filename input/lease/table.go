@@ -233,23 +233,33 @@ func (t *Table) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok
 }
 
 func (t *Table) get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, raw map[string]types.AttributeValue, err error) {
-	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:              aws.String(t.name),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		Key:                    map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
-		ConsistentRead:         aws.Bool(true),
-	})
-	if err != nil {
-		return Shard{}, false, nil, t.fail("reading shard "+shardID, err)
+	raw, err = t.getItem(ctx, ShardKey(streamARN, shardID), "reading shard "+shardID)
+	if err != nil || raw == nil {
+		return Shard{}, false, nil, err
 	}
-	if len(out.Item) == 0 {
-		return Shard{}, false, nil, nil
-	}
-	s, err = decodeShard(out.Item)
+	s, err = decodeShard(raw)
 	if err != nil {
 		return Shard{}, false, nil, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
 	}
-	return s, true, out.Item, nil
+	return s, true, raw, nil
+}
+
+// getItem reads the item of key, strongly consistent: nil when there is
+// none. what names the read in an error.
+func (t *Table) getItem(ctx context.Context, key, what string) (map[string]types.AttributeValue, error) {
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(key)},
+		ConsistentRead:         aws.Bool(true),
+	})
+	if err != nil {
+		return nil, t.fail(what, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
 }
 
 // Create writes the item of a new, free shard unless one exists; it returns
@@ -284,17 +294,9 @@ func (t *Table) putNew(ctx context.Context, item map[string]types.AttributeValue
 		if !conditionFailed(err) {
 			return nil, t.fail(what, err)
 		}
-		out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName:              aws.String(t.name),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-			Key:                    map[string]types.AttributeValue{attrKey: item[attrKey]},
-			ConsistentRead:         aws.Bool(true),
-		})
-		if err != nil {
-			return nil, t.fail(what, err)
-		}
-		if len(out.Item) > 0 {
-			return out.Item, nil
+		existing, err := t.getItem(ctx, getS(item, attrKey), what)
+		if err != nil || existing != nil {
+			return existing, err
 		}
 		// Deleted in between: write it again.
 	}
@@ -557,21 +559,68 @@ func conditionFailed(err error) bool {
 
 // Replace overwrites the item of a shard whose starting sequence number is
 // was (a shard of a stream deleted since, whose id the new stream reuses)
-// with s, free.
+// with s, free. The new item continues the old one's counter (old + 1):
+// lease counters only ever rise, so an instance still holding the old
+// item's lease sees it taken (a higher counter, another owner) and its
+// conditional writes fail with ErrLost instead of writing over s.
+//
+// The write is conditional on the start and the counter as read; a race
+// lost to another write is read again and retried while the start is
+// still was. An item that is gone, or has another start by then, was
+// replaced by someone else: Replace returns nil and writes nothing.
 func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
-	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
-	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(t.name),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		Item:                      encodeShard(s),
-		ConditionExpression:       aws.String("#ss = :was"),
-		ExpressionAttributeNames:  map[string]string{"#ss": attrShardStart},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":was": str(was)},
-	})
-	if err != nil && !conditionFailed(err) {
-		return t.fail("replacing the item of shard "+s.ShardID+" of an earlier stream", err)
+	s.Owner, s.HandoffTo = "", ""
+	what := "replacing the item of shard " + s.ShardID + " of an earlier stream"
+	for {
+		old, err := t.getItem(ctx, s.Key(), what)
+		if err != nil {
+			return err
+		}
+		next, cond, ok, err := replacing(old, was)
+		if err != nil {
+			return fmt.Errorf("DynamoDB table %q: %s: %w", t.name, what, err)
+		}
+		if !ok {
+			return nil
+		}
+		s.Counter = next
+		in := &dynamodb.PutItemInput{
+			TableName:                 aws.String(t.name),
+			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+			Item:                      encodeShard(s),
+			ConditionExpression:       aws.String("#ss = :was AND " + cond),
+			ExpressionAttributeNames:  map[string]string{"#ss": attrShardStart, "#c": attrCounter},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":was": str(was)},
+		}
+		if c, ok := old[attrCounter]; ok {
+			in.ExpressionAttributeValues[":c"] = c
+		}
+		_, err = t.api.PutItem(ctx, in)
+		if !conditionFailed(err) {
+			if err != nil {
+				return t.fail(what, err)
+			}
+			return nil
+		}
 	}
-	return nil
+}
+
+// replacing reads the item a Replace of was would overwrite: ok is false
+// when there is none to replace (gone, or another start); next is the
+// counter of the new item, and cond the condition on the old counter (#c,
+// compared with :c, the old item's own value, when it has one).
+func replacing(old map[string]types.AttributeValue, was string) (next int64, cond string, ok bool, err error) {
+	if start, has := old[attrShardStart].(*types.AttributeValueMemberS); !has || start.Value != was {
+		return 0, "", false, nil
+	}
+	if _, has := old[attrCounter]; !has {
+		return 1, "attribute_not_exists(#c)", true, nil
+	}
+	n, err := getN(old, attrCounter)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("item %s: %w", getS(old, attrKey), err)
+	}
+	return n + 1, "#c = :c", true, nil
 }
 
 // Overwrite writes the item of a shard as s, free: a position set or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,4 +340,111 @@ func TestOverwriteFencesTheHolder(t *testing.T) {
 	if err != nil || got.Owner != "" || got.Counter != held.Counter+1 || got.Checkpoint.Position == nil || got.Checkpoint.Position.Sequence != "150" {
 		t.Fatalf("after the overwrite: %+v, %v; want free at counter %d, position 150", got, err, held.Counter+1)
 	}
+}
+
+// TestReplaceContinuesTheCounter: the item that replaces a shard of an
+// earlier stream continues its counter. Before, it restarted at 0: once
+// the old holder took the new item (counter 1), a write still in flight
+// for its old lease, at counter 1, passed its condition and wrote the old
+// stream's checkpoint over the new shard.
+func TestReplaceContinuesTheCounter(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "replace")
+	ctx := t.Context()
+	const id = "shardId-000000000003"
+	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
+	old, err := tb.Create(ctx, Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := tb.Take(ctx, old, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "300"}}
+	if err := tb.Replace(ctx, fresh, "100"); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := tb.Get(ctx, arn, id)
+	if err != nil || got.Owner != "" || got.Counter != held.Counter+1 || got.Checkpoint.ShardStart != "300" {
+		t.Fatalf("after the replace: %+v, %v; want free at counter %d, start 300", got, err, held.Counter+1)
+	}
+	if _, err := tb.Take(ctx, got, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stale := &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: "150"}}
+	if _, err := tb.Hold(ctx, arn, id, "a", held.Counter, Write{Checkpoint: stale}); !errors.Is(err, ErrLost) {
+		t.Fatalf("a write of the old lease after the new item was taken: %v, want ErrLost", err)
+	}
+	// A replace of a start that is gone writes nothing.
+	if err := tb.Replace(ctx, Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "400"}}, "100"); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, _ := tb.Get(ctx, arn, id); again.Checkpoint.ShardStart != "300" || again.Owner != "a" {
+		t.Fatalf("a replace of a start that is gone: %+v; want the item unchanged", again)
+	}
+}
+
+// TestReplaceRace: Replace reads the old item and writes conditional on its
+// start and counter. A write of the holder between the two is read again and
+// continued; a replace by someone else between the two wins.
+func TestReplaceRace(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "replacerace")
+	ctx := t.Context()
+	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
+	shard := func(id, shardStart string) Shard {
+		return Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: shardStart}}
+	}
+
+	held, err := tb.Create(ctx, shard("shardId-000000000004", "100"))
+	if err == nil {
+		held, err = tb.Take(ctx, held, "a")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := &beforePut{API: d.Client(), hook: func() {
+		if _, err := tb.Hold(ctx, arn, held.ShardID, "a", held.Counter, Write{}); err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := (&Table{api: renewed, name: "replacerace"}).Replace(ctx, shard(held.ShardID, "300"), "100"); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := tb.Get(ctx, arn, held.ShardID)
+	if err != nil || got.Owner != "" || got.Counter != held.Counter+2 || got.Checkpoint.ShardStart != "300" {
+		t.Fatalf("replace raced by a renewal: %+v, %v; want free at counter %d, start 300", got, err, held.Counter+2)
+	}
+
+	if _, err := tb.Create(ctx, shard("shardId-000000000005", "100")); err != nil {
+		t.Fatal(err)
+	}
+	replaced := &beforePut{API: d.Client(), hook: func() {
+		if err := tb.Replace(ctx, shard("shardId-000000000005", "200"), "100"); err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := (&Table{api: replaced, name: "replacerace"}).Replace(ctx, shard("shardId-000000000005", "300"), "100"); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = tb.Get(ctx, arn, "shardId-000000000005")
+	if err != nil || got.Counter != 1 || got.Checkpoint.ShardStart != "200" {
+		t.Fatalf("replace raced by another replace: %+v, %v; want the other's item, start 200 at counter 1", got, err)
+	}
+}
+
+// beforePut runs hook once, before its first PutItem is sent: another
+// writer racing a read-then-write.
+type beforePut struct {
+	API
+	once sync.Once
+	hook func()
+}
+
+func (b *beforePut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	b.once.Do(b.hook)
+	return b.API.PutItem(ctx, in, o...)
 }
