@@ -30,6 +30,7 @@ const (
 	attrCreated      = "streamCreated"          // stream items: the stream's creation time
 	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
 	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
+	attrNonce        = "workerNonce"            // worker items: a random id of the process
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
@@ -88,6 +89,17 @@ type Stream struct {
 type Worker struct {
 	ID      string
 	Counter int64
+	// Nonce is a random id of the process that last wrote the item: two
+	// processes started with one instance id write two nonces. Empty on an
+	// item written before nonces were.
+	Nonce string
+}
+
+// decodeWorker reads a worker item. A counter that is not an integer reads
+// as 0: the item then just looks like an instance that did not move yet.
+func decodeWorker(item map[string]types.AttributeValue) Worker {
+	n, _ := getN(item, attrCounter)
+	return Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce)}
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -36,6 +36,11 @@ var ErrLost = errors.New("the lease is no longer held as written")
 // meanwhile: the lease is still the writer's, unchanged.
 var ErrWithdrawn = errors.New("the instance that asked for the lease withdrew its ask")
 
+// ErrDuplicateInstance is returned by a heartbeat whose instance's presence
+// was written by another process, with another nonce: two processes share
+// one instance_id, and each would take the other's leases for its own.
+var ErrDuplicateInstance = errors.New("another process renews the presence of this instance (another nonce): two processes share one instance_id; give each its own")
+
 // API is the part of the DynamoDB client the table uses.
 type API interface {
 	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
@@ -214,8 +219,7 @@ func (t *Table) scan(ctx context.Context, streamARN string, consistent bool) (Sc
 				}
 				out.Stream = &s
 			case kindWorker:
-				n, _ := getN(item, attrCounter)
-				out.Workers = append(out.Workers, Worker{ID: getS(item, attrOwner), Counter: n})
+				out.Workers = append(out.Workers, decodeWorker(item))
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
@@ -519,27 +523,69 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 }
 
 // Heartbeat moves the counter of my worker item on a stream, creating it if
-// needed: other instances count me among the live ones while it moves.
-func (t *Table) Heartbeat(ctx context.Context, streamARN, me string) error {
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+// needed, and writes nonce, the random id of this process: other instances
+// count me among the live ones while the counter moves. Unless takeOver is
+// set it is conditional on the item having no nonce or this one; another
+// nonce means another process renews the same instance id, and Heartbeat
+// returns ErrDuplicateInstance and changes nothing. takeOver writes the
+// nonce whatever it was (the other process is known to be gone).
+func (t *Table) Heartbeat(ctx context.Context, streamARN, me, nonce string, takeOver bool) error {
+	in := &dynamodb.UpdateItemInput{
 		TableName:              aws.String(t.name),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		Key:                    map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
-		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one"),
+		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce"),
 		ExpressionAttributeNames: map[string]string{
-			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter,
+			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1),
+			":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
 		},
-	})
+	}
+	if !takeOver {
+		in.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n = :nonce")
+	}
+	_, err := t.api.UpdateItem(ctx, in)
+	if conditionFailed(err) {
+		return ErrDuplicateInstance
+	}
 	if err != nil {
 		return t.fail("renewing the presence of instance "+me, err)
 	}
 	return nil
 }
 
-// Leave deletes my worker item on a stream: the others stop counting me.
+// GetWorker reads the worker item of instance id on a stream, strongly
+// consistent; ok is false when there is none.
+func (t *Table) GetWorker(ctx context.Context, streamARN, id string) (w Worker, ok bool, err error) {
+	item, err := t.getItem(ctx, workerKey(streamARN, id), "reading the presence of instance "+id)
+	if err != nil || item == nil {
+		return Worker{}, false, err
+	}
+	return decodeWorker(item), true, nil
+}
+
+// RemoveWorker deletes the worker item of instance id on a stream while its
+// counter is still counter: the presence of a dead instance, removed by
+// anyone once it expired. An item that moved on (the instance lives, or
+// came back) or is gone already stays as it is, and that is no error.
+func (t *Table) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
+	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, id))},
+		ConditionExpression:       aws.String("#c = :c"),
+		ExpressionAttributeNames:  map[string]string{"#c": attrCounter},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": num(counter)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return t.fail("removing the presence of expired instance "+id, err)
+	}
+	return nil
+}
+
+// Leave deletes my worker item on a stream, whatever it holds: the others
+// stop counting me.
 func (t *Table) Leave(ctx context.Context, streamARN, me string) error {
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:              aws.String(t.name),

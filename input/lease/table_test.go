@@ -139,7 +139,7 @@ func TestScanReadsEveryPage(t *testing.T) {
 			}
 		}
 	}
-	if err := tb.Heartbeat(ctx, arn, "a"); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", "n1", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
@@ -447,4 +447,85 @@ type beforePut struct {
 func (b *beforePut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	b.once.Do(b.hook)
 	return b.API.PutItem(ctx, in, o...)
+}
+
+// TestHeartbeatNonce: a worker item carries the nonce of the process that
+// renews it. A second process started with the same instance id gets
+// ErrDuplicateInstance and changes nothing, until it takes the presence
+// over; an item written before nonces were takes the first nonce written.
+func TestHeartbeatNonce(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "nonce")
+	ctx := t.Context()
+	if err := tb.Heartbeat(ctx, arn, "a", "first", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Heartbeat(ctx, arn, "a", "first", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Heartbeat(ctx, arn, "a", "second", false); !errors.Is(err, ErrDuplicateInstance) {
+		t.Fatalf("heartbeat of a second process with the same instance id: %v, want ErrDuplicateInstance", err)
+	}
+	w, ok, err := tb.GetWorker(ctx, arn, "a")
+	if err != nil || !ok || w != (Worker{ID: "a", Counter: 2, Nonce: "first"}) {
+		t.Fatalf("after the refused heartbeat: %+v, %v, %v; want counter 2, nonce first", w, ok, err)
+	}
+	if err := tb.Heartbeat(ctx, arn, "a", "second", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Heartbeat(ctx, arn, "a", "first", false); !errors.Is(err, ErrDuplicateInstance) {
+		t.Fatalf("heartbeat of the process whose presence was taken over: %v, want ErrDuplicateInstance", err)
+	}
+	sc, err := tb.ScanConsistent(ctx, arn)
+	if err != nil || len(sc.Workers) != 1 || sc.Workers[0] != (Worker{ID: "a", Counter: 3, Nonce: "second"}) {
+		t.Fatalf("scan after the take-over: %+v, %v; want a at counter 3, nonce second", sc.Workers, err)
+	}
+
+	// The item of an instance of a version without nonces.
+	_, err = d.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("nonce"), Item: map[string]types.AttributeValue{
+		attrKey: str(workerKey(arn, "old")), attrKind: str(kindWorker), attrStream: str(arn), attrOwner: str("old"), attrCounter: num(7),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Heartbeat(ctx, arn, "old", "new", false); err != nil {
+		t.Fatalf("heartbeat on an item without a nonce: %v", err)
+	}
+	if w, _, _ := tb.GetWorker(ctx, arn, "old"); w != (Worker{ID: "old", Counter: 8, Nonce: "new"}) {
+		t.Fatalf("item without a nonce after a heartbeat: %+v; want counter 8, nonce new", w)
+	}
+}
+
+// TestRemoveWorker: the presence of an expired instance is removed only
+// while its counter is the one seen expiring; a missing item, or one that
+// moved on, is no error.
+func TestRemoveWorker(t *testing.T) {
+	t.Parallel()
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "removeworker")
+	ctx := t.Context()
+	if _, ok, err := tb.GetWorker(ctx, arn, "a"); ok || err != nil {
+		t.Fatalf("worker never written: %v, %v; want none", ok, err)
+	}
+	if err := tb.RemoveWorker(ctx, arn, "a", 1); err != nil {
+		t.Fatalf("remove of a missing worker: %v", err)
+	}
+	for range 2 {
+		if err := tb.Heartbeat(ctx, arn, "a", "n", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.RemoveWorker(ctx, arn, "a", 1); err != nil {
+		t.Fatalf("remove at a counter the worker moved past: %v", err)
+	}
+	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); !ok {
+		t.Fatal("a worker that moved on was removed")
+	}
+	if err := tb.RemoveWorker(ctx, arn, "a", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); ok {
+		t.Fatal("an expired worker was not removed")
+	}
 }
