@@ -198,6 +198,24 @@ func encodeShard(s Shard) map[string]types.AttributeValue {
 // decodeShard reads a shard item; an item that is not a well-formed shard
 // item is an error naming the attribute.
 func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
+	key := getS(item, attrKey)
+	s, err := parseShard(item)
+	if err != nil {
+		return Shard{}, err
+	}
+	if s.Stream == "" || s.ShardID == "" {
+		return Shard{}, fmt.Errorf("item %s has no %s or %s", key, attrStream, attrShard)
+	}
+	if _, err := s.Checkpoint.Resume(); err != nil && !s.Checkpoint.Ended {
+		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// parseShard reads the attributes of a shard item as they are, without
+// checking that they make a shard that can be read. The result shares
+// nothing with item.
+func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 	s := Shard{
 		Stream:    getS(item, attrStream),
 		ShardID:   getS(item, attrShard),
@@ -205,9 +223,6 @@ func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
 		HandoffTo: getS(item, attrHandoffTo),
 	}
 	key := getS(item, attrKey)
-	if s.Stream == "" || s.ShardID == "" {
-		return Shard{}, fmt.Errorf("item %s has no %s or %s", key, attrStream, attrShard)
-	}
 	var err error
 	if s.Counter, err = getN(item, attrCounter); err != nil {
 		return Shard{}, fmt.Errorf("item %s: %w", key, err)
@@ -230,10 +245,7 @@ func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
 		cp.Position = &checkpoint.Position{Sequence: seq, SubSequence: sub, Partial: getBool(item, attrPartial)}
 	}
 	if ss, ok := item[attrParents].(*types.AttributeValueMemberSS); ok {
-		s.Parents = ss.Value
-	}
-	if _, err := cp.Resume(); err != nil && !cp.Ended {
-		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+		s.Parents = append([]string(nil), ss.Value...)
 	}
 	return s, nil
 }

@@ -9,6 +9,10 @@
 // else took the lease, the write fails with ErrLost and changes nothing.
 // This package only reads and writes the table; who takes what, and when a
 // lease counts as expired, is the input's policy.
+//
+// Store is the method set the input uses: *Table serves it from DynamoDB,
+// *Memory from memory with the same semantics, for tests without an
+// emulator.
 package lease
 
 import (
@@ -178,6 +182,28 @@ type Scan struct {
 	Workers []Worker
 }
 
+// add decodes an item of the scanned stream into sc by its kind; items of
+// other kinds (registrations) are left out.
+func (sc *Scan) add(item map[string]types.AttributeValue) error {
+	switch getS(item, attrKind) {
+	case kindShard:
+		s, err := decodeShard(item)
+		if err != nil {
+			return err
+		}
+		sc.Shards = append(sc.Shards, s)
+	case kindStream:
+		s, err := decodeStream(item)
+		if err != nil {
+			return err
+		}
+		sc.Stream = &s
+	case kindWorker:
+		sc.Workers = append(sc.Workers, decodeWorker(item))
+	}
+	return nil
+}
+
 // Scan reads every item of a stream, to the last page.
 func (t *Table) Scan(ctx context.Context, streamARN string) (Scan, error) {
 	return t.scan(ctx, streamARN, false)
@@ -205,21 +231,8 @@ func (t *Table) scan(ctx context.Context, streamARN string, consistent bool) (Sc
 			return Scan{}, t.fail("scanning", err)
 		}
 		for _, item := range page.Items {
-			switch getS(item, attrKind) {
-			case kindShard:
-				s, err := decodeShard(item)
-				if err != nil {
-					return Scan{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
-				}
-				out.Shards = append(out.Shards, s)
-			case kindStream:
-				s, err := decodeStream(item)
-				if err != nil {
-					return Scan{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
-				}
-				out.Stream = &s
-			case kindWorker:
-				out.Workers = append(out.Workers, decodeWorker(item))
+			if err := out.add(item); err != nil {
+				return Scan{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {

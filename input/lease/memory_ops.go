@@ -1,0 +1,324 @@
+package lease
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The Store methods of Memory. Each states its condition in the words of
+// the *Table method of its name, whose doc comment is the contract.
+
+// Scan returns every item of a stream. Memory has no stale reads: Scan is
+// ScanConsistent.
+func (m *Memory) Scan(ctx context.Context, streamARN string) (Scan, error) {
+	return m.scan(ctx, "Scan", streamARN)
+}
+
+// ScanConsistent returns every item of a stream.
+func (m *Memory) ScanConsistent(ctx context.Context, streamARN string) (Scan, error) {
+	return m.scan(ctx, "ScanConsistent", streamARN)
+}
+
+func (m *Memory) scan(ctx context.Context, op, streamARN string) (Scan, error) {
+	if err := m.enter(ctx, op); err != nil {
+		return Scan{}, err
+	}
+	defer m.mu.Unlock()
+	var out Scan
+	for _, key := range slices.Sorted(maps.Keys(m.items)) {
+		if item := m.items[key]; eqS(item, attrStream, streamARN) {
+			if err := out.add(item); err != nil {
+				return Scan{}, m.wrap(err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Get reads the item of a shard; ok is false when there is none.
+func (m *Memory) Get(ctx context.Context, streamARN, shardID string) (s Shard, ok bool, err error) {
+	if err := m.enter(ctx, "Get"); err != nil {
+		return Shard{}, false, err
+	}
+	defer m.mu.Unlock()
+	item := m.items[ShardKey(streamARN, shardID)]
+	if item == nil {
+		return Shard{}, false, nil
+	}
+	s, err = decodeShard(item)
+	if err != nil {
+		return Shard{}, false, m.wrap(err)
+	}
+	return s, true, nil
+}
+
+// Create writes the item of a new, free shard unless one exists, and
+// returns the item stored afterwards.
+func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
+	if err := m.enter(ctx, "Create"); err != nil {
+		return Shard{}, err
+	}
+	defer m.mu.Unlock()
+	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
+	if existing := m.items[s.Key()]; existing != nil {
+		got, err := decodeShard(existing)
+		return got, m.wrap(err)
+	}
+	m.items[s.Key()] = encodeShard(s)
+	return s, nil
+}
+
+// Hold writes as the holder of a shard's lease, conditional on owner me at
+// counter (and, for a handover, on handoffTo being the taker); it moves the
+// counter. ErrLost, or ErrWithdrawn when only the handover's taker is gone.
+func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
+	if err := m.enter(ctx, "Hold"); err != nil {
+		return Shard{}, err
+	}
+	defer m.mu.Unlock()
+	key := ShardKey(streamARN, shardID)
+	item := m.items[key]
+	held := eqS(item, attrOwner, me) && eqN(item, attrCounter, counter)
+	handover := w.Release && w.HandOver != ""
+	if !held {
+		return Shard{}, ErrLost
+	}
+	if handover && !eqS(item, attrHandoffTo, w.HandOver) {
+		s, err := decodeShard(item)
+		if err != nil {
+			return Shard{}, m.wrap(err)
+		}
+		return s, ErrWithdrawn
+	}
+	sets := map[string]types.AttributeValue{attrCounter: num(counter + 1)}
+	var removes []string
+	if w.Checkpoint != nil {
+		set, remove := checkpointValues(*w.Checkpoint)
+		maps.Copy(sets, set)
+		removes = append(removes, remove...)
+	}
+	if !w.KeepAsked {
+		removes = append(removes, attrHandoffTo)
+	}
+	switch {
+	case handover:
+		sets[attrOwner] = str(w.HandOver)
+	case w.Release:
+		removes = append(removes, attrOwner)
+	}
+	item = update(item, sets, removes...)
+	m.items[key] = item
+	return decodeShard(item)
+}
+
+// Take makes me the owner of a shard's lease as scanned: free (no owner) or
+// held by s.Owner, at s.Counter. It moves the counter and drops an ask.
+func (m *Memory) Take(ctx context.Context, s Shard, me string) (Shard, error) {
+	if err := m.enter(ctx, "Take"); err != nil {
+		return Shard{}, err
+	}
+	defer m.mu.Unlock()
+	item := m.items[s.Key()]
+	owner := !has(item, attrOwner)
+	if s.Owner != "" {
+		owner = eqS(item, attrOwner, s.Owner)
+	}
+	if !owner || !eqN(item, attrCounter, s.Counter) {
+		return Shard{}, ErrLost
+	}
+	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo)
+	m.items[s.Key()] = item
+	return decodeShard(item)
+}
+
+// Ask sets handoffTo to me while s.Owner holds the lease and no one asked;
+// the counter stays. ErrLost otherwise.
+func (m *Memory) Ask(ctx context.Context, s Shard, me string) error {
+	if err := m.enter(ctx, "Ask"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	item := m.items[s.Key()]
+	if !eqS(item, attrOwner, s.Owner) || has(item, attrHandoffTo) {
+		return ErrLost
+	}
+	m.items[s.Key()] = update(item, map[string]types.AttributeValue{attrHandoffTo: str(me)})
+	return nil
+}
+
+// Withdraw removes handoffTo while it is me; otherwise it does nothing.
+func (m *Memory) Withdraw(ctx context.Context, s Shard, me string) error {
+	if err := m.enter(ctx, "Withdraw"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if item := m.items[s.Key()]; eqS(item, attrHandoffTo, me) {
+		m.items[s.Key()] = update(item, nil, attrHandoffTo)
+	}
+	return nil
+}
+
+// Delete removes the item of a shard unless it has an owner.
+func (m *Memory) Delete(ctx context.Context, streamARN, shardID string) error {
+	if err := m.enter(ctx, "Delete"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	key := ShardKey(streamARN, shardID)
+	if !has(m.items[key], attrOwner) {
+		delete(m.items, key)
+	}
+	return nil
+}
+
+// Replace overwrites the item of a shard whose start is was with s, free,
+// continuing its counter; an item that is gone or has another start stays.
+func (m *Memory) Replace(ctx context.Context, s Shard, was string) error {
+	if err := m.enter(ctx, "Replace"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	next, _, ok, err := replacing(m.items[s.Key()], was)
+	if err != nil || !ok {
+		return m.wrap(err)
+	}
+	s.Owner, s.HandoffTo, s.Counter = "", "", next
+	m.items[s.Key()] = encodeShard(s)
+	return nil
+}
+
+// Overwrite writes the item of a shard as s, free, while it is as prev was
+// read (absent when prev is nil), at the counter after prev's. ErrLost
+// otherwise.
+func (m *Memory) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
+	if err := m.enter(ctx, "Overwrite"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	item := m.items[s.Key()]
+	s.Owner, s.HandoffTo, s.Counter = "", "", 0
+	switch {
+	case prev == nil && item != nil:
+		return ErrLost
+	case prev != nil && !eqN(item, attrCounter, prev.Counter):
+		return ErrLost
+	case prev != nil:
+		s.Counter = prev.Counter + 1
+	}
+	m.items[s.Key()] = encodeShard(s)
+	return nil
+}
+
+// PutStream writes the item of a stream unless one exists, and returns the
+// one stored afterwards, and whether it is the one written.
+func (m *Memory) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {
+	if err := m.enter(ctx, "PutStream"); err != nil {
+		return Stream{}, false, err
+	}
+	defer m.mu.Unlock()
+	if existing := m.items[streamKey(s.ARN)]; existing != nil {
+		got, err := decodeStream(existing)
+		return got, false, err
+	}
+	m.items[streamKey(s.ARN)] = encodeStream(s)
+	return s, true, nil
+}
+
+// ReplaceStream overwrites the item of a stream.
+func (m *Memory) ReplaceStream(ctx context.Context, s Stream) error {
+	if err := m.enter(ctx, "ReplaceStream"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	m.items[streamKey(s.ARN)] = encodeStream(s)
+	return nil
+}
+
+// Heartbeat moves the counter of my worker item, creating it, and writes
+// nonce; unless takeOver, only while the item has no nonce or this one
+// (ErrDuplicateInstance otherwise).
+func (m *Memory) Heartbeat(ctx context.Context, streamARN, me, nonce string, takeOver bool) error {
+	if err := m.enter(ctx, "Heartbeat"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	key := workerKey(streamARN, me)
+	item := m.items[key]
+	if !takeOver && has(item, attrNonce) && !eqS(item, attrNonce, nonce) {
+		return ErrDuplicateInstance
+	}
+	n, _ := getN(item, attrCounter)
+	m.items[key] = update(item, map[string]types.AttributeValue{
+		attrKey: str(key), attrKind: str(kindWorker), attrStream: str(streamARN), attrOwner: str(me),
+		attrCounter: num(n + 1), attrNonce: str(nonce),
+	})
+	return nil
+}
+
+// GetWorker reads the worker item of instance id; ok is false when there is
+// none.
+func (m *Memory) GetWorker(ctx context.Context, streamARN, id string) (w Worker, ok bool, err error) {
+	if err := m.enter(ctx, "GetWorker"); err != nil {
+		return Worker{}, false, err
+	}
+	defer m.mu.Unlock()
+	item := m.items[workerKey(streamARN, id)]
+	if item == nil {
+		return Worker{}, false, nil
+	}
+	return decodeWorker(item), true, nil
+}
+
+// RemoveWorker deletes the worker item of instance id while its counter is
+// counter; otherwise it does nothing.
+func (m *Memory) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
+	if err := m.enter(ctx, "RemoveWorker"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	key := workerKey(streamARN, id)
+	if eqN(m.items[key], attrCounter, counter) {
+		delete(m.items, key)
+	}
+	return nil
+}
+
+// Leave deletes my worker item.
+func (m *Memory) Leave(ctx context.Context, streamARN, me string) error {
+	if err := m.enter(ctx, "Leave"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	delete(m.items, workerKey(streamARN, me))
+	return nil
+}
+
+// ClaimRegistration claims the registration of a stream consumer for me:
+// true unless someone else claimed it.
+func (m *Memory) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {
+	if err := m.enter(ctx, "ClaimRegistration"); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	key := registrationKey(streamARN, consumer)
+	if item := m.items[key]; item != nil && !eqS(item, attrOwner, me) {
+		return false, nil
+	}
+	m.items[key] = map[string]types.AttributeValue{
+		attrKey: str(key), attrKind: str(kindRegistration), attrStream: str(streamARN), attrOwner: str(me),
+	}
+	return true, nil
+}
+
+// DropRegistration removes the claim on a consumer's registration.
+func (m *Memory) DropRegistration(ctx context.Context, streamARN, consumer string) error {
+	if err := m.enter(ctx, "DropRegistration"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	delete(m.items, registrationKey(streamARN, consumer))
+	return nil
+}
