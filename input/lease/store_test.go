@@ -1,0 +1,302 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+)
+
+// step is one call of the conformance script and what it gives on every
+// Store: a summary of its result (see show) and its error (errors.Is).
+type step struct {
+	name string
+	call func(ctx context.Context, st Store) (string, error)
+	want string
+	err  error
+}
+
+// TestConformance runs one script of calls against the DynamoDB table
+// (dynalite) and Memory: both must give the same results, so tests of the
+// input's lease policy on Memory hold for the table.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	script := conformanceScript()
+	t.Run("dynalite", func(t *testing.T) {
+		t.Parallel()
+		runScript(t, open(t, emulator.Dynalite(t), "conformance"), script)
+	})
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		runScript(t, NewMemory(), script)
+	})
+}
+
+func runScript(t *testing.T, st Store, script []step) {
+	t.Helper()
+	for i, s := range script {
+		got, err := s.call(t.Context(), st)
+		if !errors.Is(err, s.err) || got != s.want {
+			t.Fatalf("step %d, %s: %q, %v; want %q, %v", i, s.name, got, err, s.want, s.err)
+		}
+	}
+}
+
+func conformanceScript() []step {
+	const s0, s1, s2 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002"
+	at := func(seq string) *checkpoint.Checkpoint {
+		return &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: seq}}
+	}
+	end := &checkpoint.Checkpoint{Ended: true}
+	return []step{
+		{"create", create(s0, "100"), "owner= counter=0 ask= at=TRIM_HORIZON start=100", nil},
+		{"create again keeps the first", create(s0, "999"), "owner= counter=0 ask= at=TRIM_HORIZON start=100", nil},
+		{"take of the free lease", take(s0, "", 0, "a"), "owner=a counter=1 ask= at=TRIM_HORIZON start=100", nil},
+		{"take of a stale scan", take(s0, "", 0, "b"), "-", ErrLost},
+		{"hold with a checkpoint", hold(s0, "a", 1, Write{Checkpoint: at("105")}), "owner=a counter=2 ask= at=105 start=100", nil},
+		{"hold at a counter moved since", hold(s0, "a", 1, Write{}), "-", ErrLost},
+		{"ask", ask(s0, "a", "b"), "", nil},
+		{"ask leaves the counter", get(s0), "owner=a counter=2 ask=b at=105 start=100", nil},
+		{"a second ask", ask(s0, "a", "c"), "", ErrLost},
+		{"renewal keeping the ask", hold(s0, "a", 2, Write{KeepAsked: true}), "owner=a counter=3 ask=b at=105 start=100", nil},
+		{"withdraw", withdraw(s0, "b"), "", nil},
+		{"withdraw of no ask", withdraw(s0, "b"), "", nil},
+		{"handover after the withdraw", hold(s0, "a", 3, Write{Release: true, HandOver: "b"}), "owner=a counter=3 ask= at=105 start=100", ErrWithdrawn},
+		{"ask again", ask(s0, "a", "b"), "", nil},
+		{"handover with a checkpoint", hold(s0, "a", 3, Write{Checkpoint: at("110"), Release: true, HandOver: "b"}), "owner=b counter=4 ask= at=110 start=100", nil},
+		{"ask of the new holder", ask(s0, "b", "c"), "", nil},
+		{"renewal dropping the ask", hold(s0, "b", 4, Write{}), "owner=b counter=5 ask= at=110 start=100", nil},
+		{"take from the holder", take(s0, "b", 5, "c"), "owner=c counter=6 ask= at=110 start=100", nil},
+		{"the old holder's renewal", hold(s0, "b", 5, Write{KeepAsked: true}), "-", ErrLost},
+		{"the old holder's release", hold(s0, "b", 5, Write{Checkpoint: end, Release: true}), "-", ErrLost},
+		{"delete of a held item", del(s0), "", nil},
+		{"a held item stays", get(s0), "owner=c counter=6 ask= at=110 start=100", nil},
+		{"release at the end", hold(s0, "c", 6, Write{Checkpoint: end, Release: true}), "owner= counter=7 ask= at=end start=100", nil},
+		{"delete of a free item", del(s0), "", nil},
+		{"a free item is deleted", get(s0), "none", nil},
+
+		{"create another", create(s1, "200"), "owner= counter=0 ask= at=TRIM_HORIZON start=200", nil},
+		{"take it", take(s1, "", 0, "a"), "owner=a counter=1 ask= at=TRIM_HORIZON start=200", nil},
+		{"hold it", hold(s1, "a", 1, Write{}), "owner=a counter=2 ask= at=TRIM_HORIZON start=200", nil},
+		{"replace of another start", replace(s1, "300", "999"), "", nil},
+		{"replace of another start writes nothing", get(s1), "owner=a counter=2 ask= at=TRIM_HORIZON start=200", nil},
+		{"replace", replace(s1, "300", "200"), "", nil},
+		{"replace continues the counter", get(s1), "owner= counter=3 ask= at=TRIM_HORIZON start=300", nil},
+		{"the old holder after the replace", hold(s1, "a", 2, Write{}), "-", ErrLost},
+		{"overwrite as read", overwrite(s1, "150", 3), "", nil},
+		{"overwrite moves the counter", get(s1), "owner= counter=4 ask= at=150 start=300", nil},
+		{"overwrite of a stale read", overwrite(s1, "160", 3), "", ErrLost},
+		{"overwrite of an absent item", overwrite(s2, "170", -1), "", nil},
+		{"overwrite of an item that appeared", overwrite(s2, "180", -1), "", ErrLost},
+		{"overwrite writes a free item at 0", get(s2), "owner= counter=0 ask= at=170 start=300", nil},
+
+		{"put stream", putStream("TRIM_HORIZON"), "written TRIM_HORIZON pinned=false", nil},
+		{"put stream again keeps the first", putStream("LATEST"), "kept TRIM_HORIZON pinned=false", nil},
+		{"replace stream", replaceStream("AT_TIMESTAMP"), "", nil},
+		{"put stream after the replace", putStream("LATEST"), "kept AT_TIMESTAMP pinned=true", nil},
+
+		{"heartbeat", heartbeat("a", "n1", false), "", nil},
+		{"a worker item", worker("a"), "a counter=1 nonce=n1", nil},
+		{"heartbeat again", heartbeat("a", "n1", false), "", nil},
+		{"heartbeat of another process", heartbeat("a", "n2", false), "", ErrDuplicateInstance},
+		{"a refused heartbeat writes nothing", worker("a"), "a counter=2 nonce=n1", nil},
+		{"take over", heartbeat("a", "n2", true), "", nil},
+		{"take over moves the counter", worker("a"), "a counter=3 nonce=n2", nil},
+		{"heartbeat of the process taken over", heartbeat("a", "n1", false), "", ErrDuplicateInstance},
+		{"remove at a counter moved since", removeWorker("a", 2), "", nil},
+		{"a live worker stays", worker("a"), "a counter=3 nonce=n2", nil},
+		{"remove at its counter", removeWorker("a", 3), "", nil},
+		{"an expired worker is removed", worker("a"), "none", nil},
+		{"remove of a missing worker", removeWorker("a", 3), "", nil},
+		{"heartbeat of b", heartbeat("b", "n3", false), "", nil},
+		{"heartbeat of c", heartbeat("c", "n4", false), "", nil},
+		{"leave", leave("b"), "", nil},
+		{"a worker that left", worker("b"), "none", nil},
+
+		{"claim", claim("efo", "a"), "true", nil},
+		{"claim by another", claim("efo", "b"), "false", nil},
+		{"claim again", claim("efo", "a"), "true", nil},
+		{"drop", drop("efo"), "", nil},
+		{"claim after the drop", claim("efo", "b"), "true", nil},
+
+		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:1:n4]", nil},
+		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:1:n4]", nil},
+	}
+}
+
+// show summarizes a shard item; "-" is the zero Shard (a failed write).
+func show(s Shard) string {
+	if s.Stream == "" {
+		return "-"
+	}
+	at := s.Checkpoint.Start.Kind
+	switch cp := s.Checkpoint; {
+	case cp.Ended:
+		at = "end"
+	case cp.Position != nil:
+		at = cp.Position.Sequence
+	}
+	return fmt.Sprintf("owner=%s counter=%d ask=%s at=%s start=%s", s.Owner, s.Counter, s.HandoffTo, at, s.Checkpoint.ShardStart)
+}
+
+func shard(id, shardStart string) Shard {
+	return Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, ShardStart: shardStart}}
+}
+
+func create(id, shardStart string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, err := st.Create(ctx, shard(id, shardStart))
+		return show(s), err
+	}
+}
+
+func get(id string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, ok, err := st.Get(ctx, arn, id)
+		if !ok {
+			return "none", err
+		}
+		return show(s), err
+	}
+}
+
+// take takes the lease as scanned held by owner (free when empty) at
+// counter.
+func take(id, owner string, counter int64, me string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, err := st.Take(ctx, Shard{Stream: arn, ShardID: id, Owner: owner, Counter: counter}, me)
+		return show(s), err
+	}
+}
+
+func hold(id, me string, counter int64, w Write) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, err := st.Hold(ctx, arn, id, me, counter, w)
+		return show(s), err
+	}
+}
+
+func ask(id, owner, me string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Ask(ctx, Shard{Stream: arn, ShardID: id, Owner: owner}, me)
+	}
+}
+
+func withdraw(id, me string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Withdraw(ctx, Shard{Stream: arn, ShardID: id}, me)
+	}
+}
+
+func del(id string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) { return "", st.Delete(ctx, arn, id) }
+}
+
+func replace(id, shardStart, was string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Replace(ctx, shard(id, shardStart), was)
+	}
+}
+
+// overwrite writes the item of id at position seq, as read at counter prev
+// (absent when prev is negative). The start is 300.
+func overwrite(id, seq string, prev int64) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s := shard(id, "300")
+		s.Checkpoint.Position = &checkpoint.Position{Sequence: seq}
+		var read *Shard
+		if prev >= 0 {
+			read = &Shard{Stream: arn, ShardID: id, Counter: prev}
+		}
+		return "", st.Overwrite(ctx, s, read)
+	}
+}
+
+func putStream(kind string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, written, err := st.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: kind}})
+		verb := map[bool]string{true: "written", false: "kept"}[written]
+		return fmt.Sprintf("%s %s pinned=%t", verb, s.Start.Kind, s.Pinned), err
+	}
+}
+
+// replaceStream pins a stream starting at a fixed time.
+func replaceStream(kind string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		ts := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+		return "", st.ReplaceStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: kind, Timestamp: &ts}, Pinned: true})
+	}
+}
+
+func heartbeat(me, nonce string, takeOver bool) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Heartbeat(ctx, arn, me, nonce, takeOver)
+	}
+}
+
+func worker(id string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		w, ok, err := st.GetWorker(ctx, arn, id)
+		if !ok {
+			return "none", err
+		}
+		return fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter, w.Nonce), err
+	}
+}
+
+func removeWorker(id string, counter int64) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.RemoveWorker(ctx, arn, id, counter)
+	}
+}
+
+func leave(me string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) { return "", st.Leave(ctx, arn, me) }
+}
+
+func claim(consumer, me string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		ok, err := st.ClaimRegistration(ctx, arn, consumer, me)
+		return fmt.Sprint(ok), err
+	}
+}
+
+func drop(consumer string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.DropRegistration(ctx, arn, consumer)
+	}
+}
+
+// scan summarizes a scan in an order of its own (a scan's is the table's).
+func scan(consistent bool) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		read := st.Scan
+		if consistent {
+			read = st.ScanConsistent
+		}
+		sc, err := read(ctx, arn)
+		if err != nil {
+			return "", err
+		}
+		stream := "none"
+		if sc.Stream != nil {
+			stream = sc.Stream.Start.Kind
+		}
+		var shards, workers []string
+		for _, s := range sc.Shards {
+			shards = append(shards, s.ShardID)
+		}
+		for _, w := range sc.Workers {
+			workers = append(workers, fmt.Sprintf("%s:%d:%s", w.ID, w.Counter, w.Nonce))
+		}
+		slices.Sort(shards)
+		slices.Sort(workers)
+		return fmt.Sprintf("stream=%s shards=[%s] workers=[%s]", stream, strings.Join(shards, " "), strings.Join(workers, " ")), nil
+	}
+}
