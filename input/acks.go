@@ -299,3 +299,23 @@ func (t *ackTracker) Drained(ctx context.Context) error {
 		}
 	}
 }
+
+// Settled waits until no tracked batch waits for its acknowledgement: each
+// was acknowledged, rejected, or never handed out (errNotHandedOut). Unlike
+// Drained it returns on a frozen tracker: nothing more can come.
+func (t *ackTracker) Settled(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		done := t.pending == 0
+		changed := t.changed
+		t.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}

@@ -34,12 +34,11 @@ type config struct {
 	PollingInterval time.Duration
 	PollingLimit    int32
 
-	CheckpointDir   string
 	CheckpointLimit int
 	CommitPeriod    time.Duration
-	// Leases is set when checkpoint.dynamodb is: many instances share the
-	// streams through a lease table.
-	Leases *leaseConfig
+	// Coordination is checkpoint.dir's file (one instance), or
+	// checkpoint.dynamodb's lease table (many instances share the streams).
+	Coordination coordinationConfig
 
 	Deaggregate       bool
 	DiscoveryInterval time.Duration
@@ -220,19 +219,22 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	c.PollingLimit = int32(limit)
 
 	cp := pc.Namespace(fCheckpoint)
-	if c.CheckpointDir, err = cp.FieldString(fCheckpointDir); err != nil {
+	dir, err := cp.FieldString(fCheckpointDir)
+	if err != nil {
 		return c, err
 	}
 	if cp.Contains(fDynamo) {
-		if c.CheckpointDir != "" {
-			return c, fieldError(fCheckpoint+"."+fCheckpointDir, c.CheckpointDir, "is set together with %s.%s; with a lease table the checkpoints live in the table, so remove dir", fCheckpoint, fDynamo)
+		if dir != "" {
+			return c, fieldError(fCheckpoint+"."+fCheckpointDir, dir, "is set together with %s.%s; with a lease table the checkpoints live in the table, so remove dir", fCheckpoint, fDynamo)
 		}
-		if c.Leases, err = parseLeaseConfig(cp.Namespace(fDynamo)); err != nil {
+		if c.Coordination, err = parseLeaseConfig(cp.Namespace(fDynamo)); err != nil {
 			return c, err
 		}
-	}
-	if c.CheckpointDir == "" {
-		c.CheckpointDir = defaultCheckpointDir
+	} else {
+		if dir == "" {
+			dir = defaultCheckpointDir
+		}
+		c.Coordination = fileConfig{Dir: dir}
 	}
 	if c.CheckpointLimit, err = cp.FieldInt(fCheckpointLimit); err != nil {
 		return c, err

@@ -80,29 +80,29 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Reader != readerEFO || c.EFO.Registration != registrationLazy || c.EFO.ConsumerName != "app" {
 		t.Errorf("efo defaults: %+v", c)
 	}
-	if c.CheckpointDir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate {
+	if f, ok := c.Coordination.(fileConfig); !ok || f.Dir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate {
 		t.Errorf("defaults: %+v", c)
 	}
 	if len(c.Streams) != 2 || c.Streams[1].Name != "clicks" || c.Streams[1].ARN == "" {
 		t.Errorf("streams: %+v", c.Streams)
 	}
-	if c.Leases != nil {
-		t.Errorf("a lease table without checkpoint.dynamodb: %+v", c.Leases)
+	if _, ok := c.Coordination.(*leaseConfig); ok {
+		t.Errorf("a lease table without checkpoint.dynamodb: %+v", c.Coordination)
 	}
 
 	in, err = newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := in.conf.Leases
-	if l == nil || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 4 || l.InstanceID == "" {
+	l, ok := in.conf.Coordination.(*leaseConfig)
+	if !ok || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 4 || l.InstanceID == "" {
 		t.Errorf("lease table defaults: %+v", l)
 	}
 	again, err := newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.conf.Leases.InstanceID == l.InstanceID {
+	if again.conf.Coordination.(*leaseConfig).InstanceID == l.InstanceID {
 		t.Errorf("two inputs got the same instance id %q", l.InstanceID)
 	}
 }

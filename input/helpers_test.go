@@ -156,7 +156,7 @@ func (h *streamHarness) stop(t *testing.T) {
 	t.Helper()
 	h.cancel()
 	h.wg.Wait()
-	if err := h.s.pos.commit(context.Background()); err != nil {
+	if err := h.s.coord.commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -182,7 +182,7 @@ func startStreamHarnessCP(t *testing.T, srv *kinesisfake.Server, cpExtra, extra 
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.store = store
+	in.coord = localCoordination{store}
 	h := &streamHarness{in: in}
 	client := srv.NewClient()
 	h.s = &streamReader{in: in, name: "orders", arn: srv.StreamARN("orders"), client: client, pub: mk(in, client)}

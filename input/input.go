@@ -15,19 +15,30 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
-	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
-	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
-// delivery is one Benthos batch on its way from a shard reader to ReadBatch;
-// ack resolves it (nil error: acknowledged).
+// delivery is one Benthos batch on its way from a shard reader to ReadBatch.
 type delivery struct {
 	batch service.MessageBatch
-	ack   func(error)
+	r     *shardReader
+	e     *tracked
 }
+
+// ack resolves the batch (nil error: acknowledged).
+func (d delivery) ack(err error) { d.r.ack(d.e, err) }
+
+// lapsed reports whether the reader's grant lapsed before the batch was
+// taken: its select in emit may have picked the send over the lapse when
+// both were ready (after a pause of the process). Such a batch is not
+// handed out (see withdraw).
+func (d delivery) lapsed(now time.Time) bool { return !now.Before(d.r.g.until()) }
+
+// withdraw resolves a batch that is not handed out after all: the
+// checkpoint stays before it, and nobody waits for it.
+func (d delivery) withdraw() { d.r.tracker.Ack(d.e, errNotHandedOut) }
 
 // kinesisInput implements service.BatchInput.
 type kinesisInput struct {
@@ -47,8 +58,7 @@ type kinesisInput struct {
 
 	connMu    sync.Mutex
 	connected bool
-	store     checkpoint.Store
-	table     *lease.Table // checkpoint.dynamodb, instead of store
+	coord     coordination // the checkpoint file or the lease table; set by Connect
 	streams   []*streamReader
 	// seen is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
@@ -70,21 +80,8 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 	if err != nil {
 		return nil, err
 	}
-	if conf.Leases == nil {
-		// A directory that can never serve stops the binary at start with
-		// its message, rather than Connect retrying it for ever.
-		if err := checkpoint.CheckDir(conf.CheckpointDir); err != nil {
-			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
-		}
-		var streams []string
-		for _, ref := range conf.Streams {
-			streams = append(streams, ref.String())
-		}
-		if err := checkpoint.CheckLocks(conf.CheckpointDir, streams); err != nil {
-			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
-		}
-	} else if err := checkTable(conf); err != nil {
-		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+	if err := conf.Coordination.check(conf); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kinesisInput{
@@ -101,24 +98,9 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 	}, nil
 }
 
-// Connect checks that every stream exists, opens the checkpoint store and
-// starts reading. Errors name the stream, the endpoint and what to do; Benthos
-// retries Connect with backoff.
-// checkTable stops the binary at start when the lease table cannot serve
-// whatever happens next (access denied, missing with create off, another
-// kind of table), rather than Connect retrying it for ever. What it cannot
-// tell within a few seconds is left to Connect.
-func checkTable(conf config) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cfg, err := awsclient.Load(ctx, conf.settings())
-	if err != nil {
-		return nil // Connect says why, and retries
-	}
-	l := conf.Leases
-	return lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
-}
-
+// Connect checks that every stream exists, opens the checkpoint store or
+// lease table and starts reading. Errors name the stream, the endpoint and
+// what to do; Benthos retries Connect with backoff.
 func (in *kinesisInput) Connect(ctx context.Context) error {
 	in.connMu.Lock()
 	defer in.connMu.Unlock()
@@ -136,13 +118,12 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		return err
 	}
 	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
-	if l := in.conf.Leases; l != nil && in.table == nil {
-		t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+	if in.coord == nil {
+		c, err := in.conf.Coordination.open(ctx, cfg, in.conf, in.log)
 		if err != nil {
-			return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+			return err
 		}
-		in.table = t
-		in.log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+		in.coord = c
 	}
 
 	var streams []*streamReader
@@ -154,13 +135,6 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		streams = append(streams, s)
 	}
 
-	if in.store == nil && in.table == nil {
-		store, err := checkpoint.OpenFile(in.conf.CheckpointDir)
-		if err != nil {
-			return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
-		}
-		in.store = store
-	}
 	for _, s := range streams {
 		if err := s.load(ctx); err != nil {
 			return err
@@ -225,16 +199,11 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		})
 		return s, nil
 	}
-	wait := efo.WaitOptions{Logger: in.log}
+	// Instances on one lease table register the consumer once: the one
+	// that claims the registration in the table; the claim is dropped once
+	// the consumer is there, whoever registered it.
+	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.claimRegistration(s.arn, in.conf.EFO.ConsumerName)}
 	var consumer efo.Consumer
-	if in.table != nil {
-		// Instances on one lease table register the consumer once: the one
-		// that claims the registration in the table; the claim is dropped
-		// once the consumer is there, whoever registered it.
-		wait.Claim = func(ctx context.Context) (bool, error) {
-			return in.table.ClaimRegistration(ctx, s.arn, in.conf.EFO.ConsumerName, in.conf.Leases.InstanceID)
-		}
-	}
 	if in.conf.EFO.Registration == registrationLazy {
 		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
 		if err == nil {
@@ -272,10 +241,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 // dropClaim removes the claim on the registration of a stream's consumer
 // from the lease table, if any: the consumer is registered.
 func (in *kinesisInput) dropClaim(ctx context.Context, s *streamReader, name string) {
-	if in.table == nil {
-		return
-	}
-	if err := in.table.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
+	if err := in.coord.dropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
 		in.log.Warnf("stream %s: %v", name, err)
 	}
 }
@@ -353,6 +319,10 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 		}
 		select {
 		case d := <-in.out:
+			if d.lapsed(time.Now()) {
+				d.withdraw()
+				continue
+			}
 			if !in.conf.ReplayNacks {
 				return d.batch, func(_ context.Context, err error) error { d.ack(err); return nil }, nil
 			}
@@ -384,9 +354,9 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 	in.connMu.Lock()
 	defer in.connMu.Unlock()
 	errs := in.closeStreams()
-	if in.store != nil {
-		errs = append(errs, in.store.Close())
-		in.store = nil
+	if in.coord != nil { // nil when Connect never succeeded
+		errs = append(errs, in.coord.close())
+		in.coord = nil
 	}
 	for _, s := range in.streams {
 		if s.deregister == "" {
@@ -424,22 +394,13 @@ func (in *kinesisInput) closeStreams() []error {
 		}
 		wg.Wait()
 	}
-	bounded := func(s *streamReader, do func(context.Context) error) error {
-		ctx := context.Background()
-		if l := s.pos.leases; l != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, l.period)
-			defer cancel()
-		}
+	bounded := func(do func(context.Context) error) error {
+		ctx, cancel := in.coord.bound(context.Background())
+		defer cancel()
 		return do(ctx)
 	}
-	each(func(s *streamReader) error { return bounded(s, s.pos.commit) })
-	each(func(s *streamReader) error {
-		if s.pos.leases == nil {
-			return nil
-		}
-		return bounded(s, s.pos.releaseAll)
-	})
+	each(func(s *streamReader) error { return bounded(s.coord.commit) })
+	each(func(s *streamReader) error { return bounded(s.coord.release) })
 	return errs
 }
 
@@ -459,18 +420,11 @@ func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
 		s.name, s.deregister, s.arn, in.conf.EFO.ConsumerName, err)
 }
 
-// commitLoop commits acknowledged positions every commit period.
-//
-// With a lease table it also renews the leases held (ticking at least every
-// sixth of a lease period, so that each is written at least every half
-// period), and stops the readers of leases it could not renew for a whole
-// lease period: another instance may hold them by now.
+// commitLoop commits acknowledged positions every commit period (with a
+// lease table, at least every sixth of a lease period: the commit renews
+// and fences the leases).
 func (in *kinesisInput) commitLoop(ctx context.Context) {
-	every := in.conf.CommitPeriod
-	if l := in.conf.Leases; l != nil {
-		every = min(every, l.LeasePeriod/6)
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(in.coord.commitEvery(in.conf.CommitPeriod))
 	defer t.Stop()
 	for {
 		select {
@@ -483,28 +437,11 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 			wg.Add(1)
 			go func() { // streams commit side by side: one slow table write holds no other stream
 				defer wg.Done()
-				in.commitStream(ctx, s)
+				if err := s.coord.commit(ctx); err != nil && ctx.Err() == nil {
+					in.log.Errorf("%v", err)
+				}
 			}()
 		}
 		wg.Wait()
-	}
-}
-
-// commitStream is one commit of a stream (see commitLoop).
-func (in *kinesisInput) commitStream(ctx context.Context, s *streamReader) {
-	l := s.pos.leases
-	if l != nil {
-		for _, id := range l.fence(time.Now()) {
-			in.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds", s.name, id, l.period)
-		}
-	}
-	if err := s.pos.commit(ctx); err != nil && ctx.Err() == nil {
-		in.log.Errorf("%v", err)
-	}
-	if l != nil {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
 	}
 }

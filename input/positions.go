@@ -1,66 +1,53 @@
 package input
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"sync"
 	"time"
 
-	"github.com/redpanda-data/benthos/v4/public/service"
-
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 )
 
-// positions is the checkpoint state of one stream: where each shard starts,
-// how far it is acknowledged, whether it was read to its end, and the saving
-// of all that to the store. Shard readers change it (setPosition, setEnded),
-// the commit loop and Close save it (commit), and the stream's run loop reads
-// it to schedule readers. It is where a shared store plugs in.
+// positions is what one stream's instance knows of where each shard stands:
+// where it starts, how far it is acknowledged, whether it was read to its
+// end and whether that end is durable. It stores nothing: its coordinator
+// does. The stream's run loop reads it to schedule readers; the coordinator
+// changes it.
 //
-// Every change carries the epoch of the state it was read from: a reset (the
-// stream was deleted and created again) starts a new epoch, and readers of an
-// older one can no longer change anything.
+// Every change by a reader carries the epoch of the state it was read from:
+// a reset (the stream was deleted and created again) starts a new epoch, and
+// readers of an older one can no longer change anything.
 type positions struct {
-	stream  string // the stream's name, for errors
-	store   checkpoint.Store
-	metrics *metrics
-	log     *service.Logger // nil in unit tests
-
-	// saveMu serializes saves, so that a later snapshot is never
-	// overwritten by an earlier one; mu guards the rest.
-	saveMu sync.Mutex
-	mu     sync.Mutex
-	state  checkpoint.Stream
-	dirty  bool
-	// endsSaved holds the shards whose end is in the store: only those let
+	mu    sync.Mutex
+	state checkpoint.Stream
+	dirty bool
+	// endsSaved holds the shards whose end is durable: only those let
 	// their children be read (an end only in memory could be lost by a
 	// crash, and the parent's tail then read again after its children).
 	endsSaved map[string]bool
 	epoch     int
-
-	// leases is set when the stream shares a lease table with other
-	// instances: the store is then unused, every shard has its own item, and
-	// only the shards whose lease this instance holds are written.
-	leases *leases
-	// unstored holds the shards pinned and not yet in the table, with their
-	// parents; gone the shards no longer listed whose items are to be
-	// deleted (lease table only).
-	unstored map[string][]string
-	gone     []string
 }
 
-func newPositions(stream string, store checkpoint.Store, m *metrics, st checkpoint.Stream) *positions {
-	p := &positions{stream: stream, store: store, metrics: m, state: st, endsSaved: map[string]bool{}}
+func newPositions(st checkpoint.Stream) *positions {
+	p := &positions{}
+	p.replace(st)
+	return p
+}
+
+// replace takes st as the whole state: every end in it is durable.
+func (p *positions) replace(st checkpoint.Stream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state = st
 	if p.state.Shards == nil {
 		p.state.Shards = map[string]checkpoint.Checkpoint{}
 	}
+	p.endsSaved = map[string]bool{}
 	for id, cp := range p.state.Shards {
 		if cp.Ended {
 			p.endsSaved[id] = true
 		}
 	}
-	return p
 }
 
 // current returns the epoch of the state.
@@ -78,7 +65,7 @@ func (p *positions) of(shardID string) (checkpoint.Checkpoint, bool) {
 	return cp, ok
 }
 
-// endSaved reports whether a shard's end is in the store.
+// endSaved reports whether a shard's end is durable.
 func (p *positions) endSaved(shardID string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -86,24 +73,20 @@ func (p *positions) endSaved(shardID string) bool {
 }
 
 // pin gives every shard of shards without a checkpoint one that starts at
-// start; it reports whether it added any (they are saved by the next commit).
-func (p *positions) pin(shards []shardInfo, start checkpoint.Start) bool {
+// start, and returns those it pinned.
+func (p *positions) pin(shards []shardInfo, start checkpoint.Start) (pinned []shardInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	added := false
 	for _, sh := range shards {
 		if _, ok := p.state.Shards[sh.id]; !ok {
 			p.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
-			added = true
-			if p.leases != nil {
-				p.unstored[sh.id] = sh.parents
-			}
+			pinned = append(pinned, sh)
 		}
 	}
-	if added {
+	if len(pinned) > 0 {
 		p.dirty = true
 	}
-	return added
+	return pinned
 }
 
 // reused returns a shard of listed whose id has a checkpoint of a shard that
@@ -122,8 +105,9 @@ func (p *positions) reused(listed map[string]shardInfo) (id, now, was string, ok
 // prune brings the checkpoints in line with a listing: a listed shard gets
 // its starting sequence number if its checkpoint lacks it, and the
 // checkpoint of a shard not listed (gone past the retention period) is
-// dropped. It returns the dropped shards that had not been read to their end.
-func (p *positions) prune(listed map[string]shardInfo) (unfinished []string) {
+// dropped. It returns the dropped shards, split by whether they had been
+// read to their end.
+func (p *positions) prune(listed map[string]shardInfo) (unfinished, finished []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, cp := range p.state.Shards {
@@ -135,23 +119,16 @@ func (p *positions) prune(listed map[string]shardInfo) (unfinished []string) {
 			}
 			continue
 		}
-		if !cp.Ended {
+		if cp.Ended {
+			finished = append(finished, id)
+		} else {
 			unfinished = append(unfinished, id)
 		}
 		delete(p.state.Shards, id)
 		delete(p.endsSaved, id)
-		if p.leases != nil {
-			delete(p.unstored, id)
-			if cp.Ended {
-				// Gone past the retention period after it was read: its item
-				// goes too. An unfinished one stays, in case the listing
-				// that lacks it is only behind (it is never taken unlisted).
-				p.gone = append(p.gone, id)
-			}
-		}
 		p.dirty = true
 	}
-	return unfinished
+	return unfinished, finished
 }
 
 // reset drops every checkpoint and starts a new epoch: the stream is a new
@@ -164,25 +141,14 @@ func (p *positions) reset(created time.Time) {
 	p.endsSaved = map[string]bool{}
 	p.epoch++
 	p.dirty = true
-	if p.leases != nil {
-		p.unstored = map[string][]string{}
-		p.gone = nil
-	}
 }
 
-// setPosition records a new acknowledged position of a shard; it is saved by
-// the next commit. A reader of an older epoch, or of a shard forgotten since,
-// or (with a lease table) a reader whose lease is no longer held, changes
-// nothing.
-func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int, gen int64) {
+// setPosition records a new acknowledged position of a shard. A reader of
+// an older epoch, or of a shard forgotten since, changes nothing; a
+// position never moves back.
+func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// Checked under mu (the lock order is mu, then the leases'): a lease
-	// taken anew (took) cannot be moved by an acknowledgement of an earlier
-	// holding.
-	if p.leases != nil && !p.leases.current(shardID, gen) {
-		return
-	}
 	cp, ok := p.state.Shards[shardID]
 	if !ok || epoch != p.epoch || (cp.Position != nil && !cp.Position.Less(pos)) {
 		return
@@ -192,18 +158,15 @@ func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch i
 	p.dirty = true
 }
 
-// setEnded records that a shard was read to its end and saves at once: its
-// children wait until the end is saved.
-func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoint.Position, epoch int, gen int64) error {
+// setEnded records that a shard was read to its end (after last, when
+// set); it reports whether it did (a reader of an older epoch does not).
+// The end counts for the children once it is saved (see saved).
+func (p *positions) setEnded(shardID string, last *checkpoint.Position, epoch int) bool {
 	p.mu.Lock()
-	if p.leases != nil && !p.leases.current(shardID, gen) {
-		p.mu.Unlock()
-		return nil
-	}
+	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
 	if !ok || epoch != p.epoch {
-		p.mu.Unlock()
-		return nil
+		return false
 	}
 	if last != nil {
 		cp.Position = last
@@ -211,62 +174,95 @@ func (p *positions) setEnded(ctx context.Context, shardID string, last *checkpoi
 	cp.Ended = true
 	p.state.Shards[shardID] = cp
 	p.dirty = true
-	p.mu.Unlock()
-	if p.leases != nil {
-		// The commit writes every held lease of the stream: the end of this
-		// reader's context must not cut the others' writes (each is bounded).
-		ctx = context.WithoutCancel(ctx)
-	}
-	return p.commit(ctx)
+	return true
 }
 
-// commit saves the checkpoints if anything changed. With a lease table it
-// also renews the leases held.
-func (p *positions) commit(ctx context.Context) error {
-	p.saveMu.Lock()
-	defer p.saveMu.Unlock()
-	if p.leases != nil {
-		return p.commitLeases(ctx)
-	}
+// set records a shard's checkpoint as the store has it now (another
+// instance's, or a lease just taken). An end in it is durable.
+func (p *positions) set(shardID string, cp checkpoint.Checkpoint) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.Shards[shardID] = cp
+	if cp.Ended {
+		p.endsSaved[shardID] = true
+	} else {
+		delete(p.endsSaved, shardID)
+	}
+}
+
+// snapshot returns the state to save, if anything changed since the last
+// snapshot, with its epoch; the state counts as saved until failed.
+func (p *positions) snapshot() (checkpoint.Stream, int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.dirty {
-		p.mu.Unlock()
-		return nil
+		return checkpoint.Stream{}, 0, false
 	}
 	snap := p.state
 	snap.Shards = maps.Clone(p.state.Shards)
-	epoch := p.epoch
 	p.dirty = false
-	p.mu.Unlock()
+	return snap, p.epoch, true
+}
 
-	if err := p.store.Save(ctx, snap); err != nil {
-		p.mu.Lock()
-		p.dirty = true
-		p.mu.Unlock()
-		p.metrics.commitFailures.Incr(1, p.stream)
-		return fmt.Errorf("stream %s: committing checkpoints: %w", p.stream, err)
-	}
+// failed records that saving a snapshot failed: the next commit saves again.
+func (p *positions) failed() {
 	p.mu.Lock()
-	if epoch == p.epoch {
-		for id, cp := range snap.Shards {
-			if cp.Ended {
-				p.endsSaved[id] = true
-			}
+	defer p.mu.Unlock()
+	p.dirty = true
+}
+
+// saved records that a snapshot of epoch is durable: its ends count.
+func (p *positions) saved(snap checkpoint.Stream, epoch int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch != p.epoch {
+		return
+	}
+	for id, cp := range snap.Shards {
+		if cp.Ended {
+			p.endsSaved[id] = true
 		}
 	}
+}
+
+// learn takes in a known shard's checkpoint as another instance stored it;
+// one of a shard of another stream under the same id (deleted and created
+// again, by one side or the other) is left to discovery.
+func (p *positions) learn(shardID string, cp checkpoint.Checkpoint) {
+	p.mu.Lock()
+	known, ok := p.state.Shards[shardID]
 	p.mu.Unlock()
-	p.metrics.commits.Incr(1, p.stream)
-	return nil
+	if !ok || (known.ShardStart != "" && cp.ShardStart != "" && known.ShardStart != cp.ShardStart) {
+		return
+	}
+	p.set(shardID, cp)
 }
 
-func (p *positions) warnf(format string, args ...any) {
-	if p.log != nil {
-		p.log.Warnf(format, args...)
+// adopt takes in the checkpoints of shards it does not know yet: another
+// instance pinned them.
+func (p *positions) adopt(shards map[string]checkpoint.Checkpoint) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, cp := range shards {
+		if _, known := p.state.Shards[id]; known {
+			continue
+		}
+		p.state.Shards[id] = cp
+		if cp.Ended {
+			p.endsSaved[id] = true
+		}
 	}
 }
 
-func (p *positions) infof(format string, args ...any) {
-	if p.log != nil {
-		p.log.Infof(format, args...)
+// unended is the number of shards not read to their end.
+func (p *positions) unended() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, cp := range p.state.Shards {
+		if !cp.Ended {
+			n++
+		}
 	}
+	return n
 }

@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"errors"
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +162,14 @@ func replayTestBatch(data string) service.MessageBatch {
 	return service.MessageBatch{service.NewMessage([]byte(data))}
 }
 
+// replayTestDelivery is a batch of one message from a shard reader of the
+// local store (whose grant never lapses).
+func replayTestDelivery(in *kinesisInput, data string) delivery {
+	c := &localCoordinator{pos: newPositions(checkpoint.Stream{})}
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: &localGrant{c: c}}
+	return delivery{batch: replayTestBatch(data), r: r, e: r.tracker.TryTrack(pos(1), 1)}
+}
+
 func replayTestRead(t *testing.T, in *kinesisInput) (string, service.AckFunc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -178,7 +187,7 @@ func replayTestRead(t *testing.T, in *kinesisInput) (string, service.AckFunc) {
 func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 	in := replayTestInput(true)
 	defer in.cancel()
-	go func() { in.out <- delivery{batch: replayTestBatch("old"), ack: func(error) {}} }()
+	go func() { in.out <- replayTestDelivery(in, "old") }()
 	d, ack := replayTestRead(t, in)
 	if d != "old" {
 		t.Fatalf("read %q", d)
@@ -190,7 +199,7 @@ func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 	}
 	_ = ack(context.Background(), errors.New("nack 2")) // replayed after 50-100 ms
 	time.Sleep(150 * time.Millisecond)                  // the replay is due
-	go func() { in.out <- delivery{batch: replayTestBatch("new"), ack: func(error) {}} }()
+	go func() { in.out <- replayTestDelivery(in, "new") }()
 	if d, _ = replayTestRead(t, in); d != "old" {
 		t.Errorf("read %q before the due replay of old", d)
 	}
@@ -201,7 +210,7 @@ func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 // would drop a batch read after its soft stop without resolving it).
 func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
 	in := replayTestInput(true)
-	go func() { in.out <- delivery{batch: replayTestBatch("old"), ack: func(error) {}} }()
+	go func() { in.out <- replayTestDelivery(in, "old") }()
 	_, ack := replayTestRead(t, in)
 	_ = ack(context.Background(), errors.New("nack")) // due at once
 	in.cancel()                                       // as Close does

@@ -37,9 +37,9 @@ type shardReader struct {
 	info  shardInfo
 	cp    checkpoint.Checkpoint
 	epoch int // of the stream's state when the reader started
-	// gen is the reader's generation of the shard's lease (lease table
-	// only): its acknowledgements move the checkpoint while it is current.
-	gen     int64
+	// g is the reader's grant: its acknowledgements go there, and it says
+	// until when records may be handed out.
+	g       grant
 	tracker *ackTracker
 	conv    *converter
 
@@ -59,6 +59,9 @@ type shardReader struct {
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
 
+	// lapse fires when the grant lapses (reused by every emit).
+	lapse *time.Timer
+
 	// warnBehind is the count of records read past the checkpoint at which
 	// the next warning is due; it doubles with each warning.
 	warnBehind int
@@ -68,12 +71,14 @@ type shardReader struct {
 // records were read past a checkpoint that does not move.
 const behindWarnFactor = 10
 
-func newShardReader(s *streamReader, info shardInfo, cp checkpoint.Checkpoint, epoch int) *shardReader {
+func newShardReader(s *streamReader, info shardInfo, g grant, epoch int) *shardReader {
+	cp := g.start()
 	r := &shardReader{
 		s:       s,
 		info:    info,
 		cp:      cp,
 		epoch:   epoch,
+		g:       g,
 		tracker: newAckTracker(s.in.conf.CheckpointLimit),
 		conv:    newConverter(s, info, cp.Position),
 	}
@@ -438,40 +443,38 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		more = nil
 	}
 	var d delivery
-	var lapse *time.Timer // with a lease table: when the lease lapses
+	sent := false
 	defer func() {
-		if lapse != nil {
-			lapse.Stop()
+		if e != nil && !sent {
+			// Tracked and never handed out: nobody waits for it, and the
+			// checkpoint stays before it.
+			r.tracker.Ack(e, errNotHandedOut)
 		}
 	}()
+	if r.lapse == nil {
+		r.lapse = time.NewTimer(time.Hour)
+	}
+	defer r.lapse.Stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // a lost lease stops the reader before anything more goes out
 		}
-		var lapsed <-chan time.Time
-		if r.gen != 0 {
-			wait := r.s.pos.leases.readableFor(r.info.id, r.gen)
-			if wait <= 0 {
-				// Not renewed for a lease period (the process was paused, or
-				// the table is unreachable): another instance may read the
-				// shard now.
-				return errLeaseExpired
-			}
-			if lapse == nil {
-				lapse = time.NewTimer(wait)
-			} else {
-				lapse.Reset(wait)
-			}
-			lapsed = lapse.C
+		wait := time.Until(r.g.until())
+		if wait <= 0 {
+			// Not renewed for a lease period (the process was paused, or
+			// the table is unreachable): another instance may read the
+			// shard now.
+			return errLeaseExpired
 		}
+		r.lapse.Reset(wait)
+		lapsed := r.lapse.C
 		var out chan<- delivery
 		var idle <-chan struct{}
 		if e == nil {
 			idle = r.tracker.Idle()
 		} else {
-			if d.ack == nil {
-				tr := e
-				d = delivery{ack: func(err error) { r.ack(tr, err) }}
+			if d.r == nil {
+				d = delivery{r: r, e: e}
 				r.watchBehind()
 			}
 			d.batch = batch
@@ -479,6 +482,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		}
 		select {
 		case out <- d:
+			sent = true
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -527,7 +531,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
-		r.s.pos.setPosition(r.info.id, pos, r.epoch, r.gen)
+		r.g.acked(pos)
 	}
 }
 
@@ -567,7 +571,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		return ev
 	}
 	for {
-		err := r.s.pos.setEnded(ctx, r.info.id, r.tracker.Checkpoint(), r.epoch, r.gen)
+		err := r.g.ended(ctx, r.tracker.Checkpoint())
 		if err == nil {
 			break
 		}

@@ -38,21 +38,19 @@ type streamReader struct {
 	// events from shard readers to the run loop.
 	events chan shardEvent
 
-	// pos holds the stream's checkpoints; set by load.
-	pos *positions
+	// pos holds the stream's checkpoints, coord decides what is read and
+	// stores them; set by load.
+	pos   *positions
+	coord coordinator
 
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
 	running map[string]context.CancelCauseFunc
 	// firstPin is set while no shard of the stream has ever been pinned:
-	// the first pin applies start_from, later ones start new shards at their
-	// beginning.
-	firstPin bool
-	// recreated is set with firstPin when the checkpoints were of an earlier
-	// stream of the same name: every record of the new stream was written
-	// after the input first saw the name, so start_from latest reads it from
-	// its beginning.
-	recreated bool
+	// the first pin applies firstStart, later ones start new shards at
+	// their beginning.
+	firstPin   bool
+	firstStart checkpoint.Start
 	// unpinned is set while pinned starts are not yet saved: no shard is
 	// read until they are, or a crash could re-pin latest later and skip what
 	// arrived in between.
@@ -60,21 +58,6 @@ type streamReader struct {
 	// rediscover asks the run loop for a discovery at once: a child was
 	// learnt whose other parent is not known yet.
 	rediscover bool
-	// pinStart, with a lease table, is where the shards of the first pin
-	// start, as the stream's item says: every instance pins the same.
-	pinStart *checkpoint.Start
-	// pinWait, with a lease table, is until when another instance is
-	// waited for to pin the stream's first shards (it wrote the stream's
-	// item first): one instance pins them, the others read its items.
-	pinWait time.Time
-	// soon asks the run loop for a discovery shortly (another instance's
-	// first pin is awaited).
-	soon bool
-	// wake asks the run loop to schedule again: a lease was renewed after a
-	// lapse, or handed over (lease table only).
-	wake chan struct{}
-	// leasesStarted is set once the first lease cycle ran.
-	leasesStarted bool
 
 	// behind is each reading shard's millis behind latest, for the
 	// stream's gauge.
@@ -133,47 +116,42 @@ type shardEvent struct {
 	children []shardInfo // from the end of the shard, possibly empty
 }
 
-// load reads the stored checkpoints. A stream that was deleted and created
-// again since they were written starts afresh, loudly.
+// load reads the stored checkpoints through the input's coordination.
 func (s *streamReader) load(ctx context.Context) error {
-	if s.in.table != nil {
-		return s.loadLeases(ctx)
-	}
-	st, err := s.in.store.Load(ctx, s.arn)
-	if err != nil {
-		return fmt.Errorf("loading checkpoints of stream %s: %w", s.name, err)
-	}
-	recreated := false
-	if !st.Created.IsZero() && !s.created.IsZero() && !st.Created.Equal(s.created) {
-		s.in.log.Warnf("stream %s was created at %v, but its checkpoints are of a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
-			s.name, s.created.UTC(), st.Created.UTC(), s.restartsFrom())
-		st.Shards = map[string]checkpoint.Checkpoint{}
-		recreated = true
-	}
-	for id, cp := range st.Shards {
-		if _, err := cp.Resume(); err != nil {
-			return fmt.Errorf("checkpoint of stream %s shard %s: %w: restore the checkpoint file, or delete it to start again from start_from", s.name, id, err)
-		}
-	}
-	st.ARN = s.arn
-	st.Created = s.created
-	s.pos = newPositions(s.name, s.in.store, s.in.metrics, st)
-	s.firstPin = len(st.Shards) == 0
-	s.recreated = recreated
-	s.prepareRun()
-	return nil
-}
-
-// prepareRun sets up what the run loop owns.
-func (s *streamReader) prepareRun() {
-	s.pos.log = s.in.log
 	if s.seen.IsZero() {
 		s.seen = time.Now()
 	}
+	s.pos = newPositions(checkpoint.Stream{})
+	s.coord = s.in.coord.stream(streamInfo{
+		name: s.name, arn: s.arn, created: s.created,
+		startFor: s.firstStartFor, restartsFrom: s.restartsFrom(),
+		log: s.in.log, metrics: s.in.metrics,
+	}, s.pos)
+	first, err := s.coord.load(ctx)
+	if err != nil {
+		return err
+	}
+	s.firstPin, s.firstStart = first.due, first.start
 	s.events = make(chan shardEvent)
-	s.wake = make(chan struct{}, 1)
 	s.shards = map[string]shardInfo{}
 	s.running = map[string]context.CancelCauseFunc{}
+	return nil
+}
+
+// firstStartFor is where the shards of the input's very first start are
+// read from: start_from, latest as the time the input first saw the stream
+// (for a stream found created again, its beginning: all of it was written
+// since).
+func (s *streamReader) firstStartFor(recreated bool) checkpoint.Start {
+	switch s.in.conf.StartFrom {
+	case startLatest:
+		if !recreated {
+			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.seen})
+		}
+	case startAtTimestamp:
+		return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
+	}
+	return checkpoint.Start{Kind: shard.TrimHorizon.String()}
 }
 
 // run discovers shards and schedules their readers until ctx ends, then waits
@@ -185,25 +163,18 @@ func (s *streamReader) run(ctx context.Context) {
 	bo := backoff.Backoff{Initial: time.Second, Max: s.in.conf.DiscoveryInterval}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	// With a lease table, leases are taken every third of a lease period,
-	// after the first discovery.
-	var leaseC <-chan time.Time
-	var leaseT *time.Timer
-	if s.pos.leases != nil {
-		leaseT = time.NewTimer(s.pos.leases.period / 3)
-		defer leaseT.Stop()
-		leaseC = leaseT.C
-	}
+	// The coordinator's cycles start once the shards are known.
+	cycle := time.NewTimer(time.Hour)
+	cycle.Stop()
+	defer cycle.Stop()
+	cycling := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-leaseC:
-			if err := s.leaseCycle(ctx); err != nil && ctx.Err() == nil {
-				s.in.log.Errorf("stream %s: %v", s.name, err)
-			}
-			leaseT.Reset(s.pos.leases.nextCycle(time.Now()))
-		case <-s.wake:
+		case <-cycle.C:
+			cycle.Reset(s.coord.cycle(ctx, s.readable))
+		case <-s.coord.changed():
 		case <-timer.C:
 			wait := s.in.conf.DiscoveryInterval
 			if err := s.discover(ctx); err != nil {
@@ -214,13 +185,9 @@ func (s *streamReader) run(ctx context.Context) {
 				wait = bo.Next()
 			} else {
 				bo.Reset()
-				if s.pos.leases != nil && !s.leasesStarted {
-					// The first leases are taken as soon as the shards are
-					// known, not a third of a lease period later.
-					s.leasesStarted = true
-					if err := s.leaseCycle(ctx); err != nil && ctx.Err() == nil {
-						s.in.log.Errorf("stream %s: %v", s.name, err)
-					}
+				if !cycling {
+					cycling = true
+					cycle.Reset(s.coord.cycle(ctx, s.readable))
 				}
 			}
 			timer.Reset(wait)
@@ -231,12 +198,15 @@ func (s *streamReader) run(ctx context.Context) {
 			s.rediscover = false
 			timer.Reset(0)
 		}
-		if s.soon {
-			s.soon = false
-			timer.Reset(200 * time.Millisecond)
-		}
 		s.schedule(ctx, &wg)
 	}
+}
+
+// readable reports whether a known shard may be read as far as the stream
+// can tell: every parent read to its end.
+func (s *streamReader) readable(shardID string) bool {
+	sh, ok := s.shards[shardID]
+	return ok && s.parentsEnded(sh)
 }
 
 // readerEnded handles the end of a shard reader. A reader of the state
@@ -280,17 +250,12 @@ func (s *streamReader) discover(ctx context.Context) error {
 			cancel(nil)
 		}
 	}
-	for _, id := range s.pos.prune(known) {
+	for _, id := range s.coord.prune(known) {
 		if _, ok := s.running[id]; !ok {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
 	}
 	s.shards = known
-	if s.pinWait.After(time.Now()) {
-		if waiting, err := s.awaitFirstPin(ctx); waiting || err != nil {
-			return err
-		}
-	}
 	return s.pin(ctx, listed)
 }
 
@@ -315,11 +280,11 @@ func (s *streamReader) restartsFrom() string {
 	return "the new stream is read from start_from"
 }
 
-// reset drops every checkpoint and stops every reader: the stream is a new
-// one under an old name. Readers of the old one can no longer touch the
-// state. The saved state takes the new stream's creation time, so that the
-// next start keeps the new checkpoints instead of dropping them as a
-// stream's of another creation time.
+// reset stops every reader and drops every checkpoint (and lease): the
+// stream is a new one under an old name. Readers of the old one can no
+// longer touch the state. The saved state takes the new stream's creation
+// time, so that the next start keeps the new checkpoints instead of
+// dropping them as a stream's of another creation time.
 func (s *streamReader) reset(ctx context.Context) error {
 	created := time.Time{}
 	if s.describe != nil {
@@ -332,11 +297,12 @@ func (s *streamReader) reset(ctx context.Context) error {
 	for _, cancel := range s.running {
 		cancel(nil)
 	}
-	s.pos.reset(created)
+	if err := s.coord.reset(ctx, created); err != nil {
+		return err
+	}
 	s.created = created
 	s.shards = map[string]shardInfo{}
-	s.firstPin = true
-	s.recreated = true
+	s.firstPin, s.firstStart = true, s.firstStartFor(true)
 	return nil
 }
 
@@ -363,104 +329,66 @@ func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
 }
 
 // pin decides and durably stores where each shard without a checkpoint
-// starts, before any of them is read: start_from on the input's very first
-// start (latest as the current time), the beginning of the shard for a shard
-// created after that.
+// starts, before any of them is read: the first start's (start_from, latest
+// as the time the stream was first seen) on the stream's very first pin,
+// the beginning of the shard for a shard created after that.
 func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
-	if s.firstPin && s.pinStart != nil {
-		start = *s.pinStart
-	} else if s.firstPin {
-		switch s.in.conf.StartFrom {
-		case startLatest:
-			if !s.recreated {
-				start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.seen})
-			}
-		case startAtTimestamp:
-			start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
-		}
+	if s.firstPin {
+		start = s.firstStart
 	}
-	if s.pos.pin(shards, start) {
-		s.unpinned = true
-	}
-	if !s.unpinned {
-		return nil
-	}
-	if s.pos.leases != nil {
-		// Items of new shards are created apart from the renewals, which a
-		// large first pin must not delay.
-		if err := s.pos.storePinned(ctx); err != nil {
-			return err
-		}
-	} else if err := s.pos.commit(ctx); err != nil {
+	s.unpinned = true
+	if err := s.coord.pin(ctx, shards, start, s.firstPin); err != nil {
 		return err
-	}
-	if s.firstPin && s.pinStart != nil {
-		if err := s.pinned(ctx); err != nil {
-			return err
-		}
 	}
 	s.unpinned = false
 	s.firstPin = false
-	s.recreated = false
 	return nil
 }
 
 // schedule starts a reader for every shard that is not ended, not running,
-// and whose parents have all ended (or are gone).
+// whose parents have all ended (or are gone), and that the coordinator
+// grants now.
 func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil || s.unpinned {
 		return
 	}
 	epoch := s.pos.current()
-	l := s.pos.leases
-	now := time.Now()
 	for id, sh := range s.shards {
 		if _, ok := s.running[id]; ok {
 			continue
 		}
-		if l != nil && !l.holds(id, now) {
-			continue
-		}
-		cp, ok := s.pos.of(id)
-		if !ok || cp.Ended {
+		if cp, ok := s.pos.of(id); !ok || cp.Ended {
 			continue
 		}
 		if !s.parentsEnded(sh) {
 			continue
 		}
 		rctx, cancel := context.WithCancelCause(ctx)
-		var gen int64
-		if l != nil {
-			if gen = l.startReading(id, cancel); gen == 0 {
-				cancel(nil)
-				continue
-			}
+		g, ok := s.coord.acquire(id, cancel)
+		if !ok {
+			cancel(nil)
+			continue
 		}
 		s.running[id] = cancel
-		r := newShardReader(s, sh, cp, epoch)
-		r.gen = gen
+		r := newShardReader(s, sh, g, epoch)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer cancel(nil)
 			ev := r.run(rctx)
-			if l != nil && l.readerEnded(id, gen) {
-				s.handOver(ctx, r)
-			}
-			if l != nil && !l.holds(id, time.Now()) {
-				s.zeroShardGauges(id) // read elsewhere now
+			// A reader of the shard starts again only once what this one
+			// handed out is settled: a new one starts after the last
+			// acknowledged record, and would read the rest again.
+			g.stopped(ctx, r.tracker.Settled)
+			if !ev.ended {
+				s.zeroShardGauges(id) // read again later, here or elsewhere
 			}
 			select {
 			case s.events <- ev:
 			case <-ctx.Done():
 			}
 		}()
-	}
-	if l != nil {
-		s.in.metrics.ownedShards.Set(int64(l.count()), s.name)
-	} else {
-		s.in.metrics.ownedShards.Set(int64(len(s.running)), s.name)
 	}
 }
 

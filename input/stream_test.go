@@ -195,7 +195,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	in.store = store
+	in.coord = localCoordination{store}
 	s := &streamReader{in: in, name: "orders", arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
 	if err := s.load(t.Context()); err != nil {
 		t.Fatal(err)

@@ -1,10 +1,6 @@
 package input
 
 import (
-	"context"
-	"errors"
-	"fmt"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -52,40 +48,4 @@ func (f *trimFallback) filter(recs []types.Record) (kept []types.Record, expired
 		i++
 	}
 	return recs[i:], expired
-}
-
-// errRecreated: the shard listed under a reader's shard id is another one.
-var errRecreated = errors.New("the stream was deleted and created again")
-
-// sameShard checks, before a refused start falls back to TRIM_HORIZON, that
-// the shard listed now is the one the start's sequence number belongs to. A
-// stream deleted and created again under its name has shards of the same ids:
-// a reader of the old one, refused there, must not read the new one (its
-// records would come again once discovery restarts the stream's readers).
-//
-// It answers nil when the shard is the same, an error wrapping errRecreated
-// when it is not, and another error when it cannot tell (the stream is
-// deleted, not listed, or the listing failed).
-func (r *shardReader) sameShard(ctx context.Context, from shard.Start) error {
-	listed, err := listShards(ctx, r.s.client, r.s.arn)
-	if err != nil {
-		return fmt.Errorf("cannot tell whether the shard is still the same: %w", err)
-	}
-	for _, sh := range listed {
-		if sh.id != r.info.id {
-			continue
-		}
-		known := r.info.startSeq
-		if known == "" {
-			known = r.cp.ShardStart
-		}
-		if known != "" && sh.startSeq != "" && known != sh.startSeq {
-			return fmt.Errorf("the shard now starts at sequence number %s, not %s: %w", sh.startSeq, known, errRecreated)
-		}
-		if isSequenceStart(from) && sh.startSeq != "" && shard.CompareSequence(from.Sequence, sh.startSeq) < 0 {
-			return fmt.Errorf("sequence number %s is older than the shard, which starts at %s: %w", from.Sequence, sh.startSeq, errRecreated)
-		}
-		return nil
-	}
-	return errors.New("the shard is no longer listed")
 }

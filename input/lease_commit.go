@@ -1,0 +1,268 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// commit fences the leases not renewed for a lease period, writes every
+// held lease whose checkpoint moved, that is due for renewal or being
+// handed over, and renews this instance's presence. A write whose lease
+// was taken stops the shard's reader at once.
+func (c *leaseCoordinator) commit(ctx context.Context) error {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	now := time.Now()
+	for _, id := range c.book.fence(now) {
+		c.st.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.name, id, c.period)
+	}
+	ws := c.book.due(now)
+	errs := []error{c.writeAll(ctx, ws)}
+	if took := time.Since(now); len(ws) > 0 && took > c.period/3 {
+		c.st.log.Warnf("stream %s: writing %d leases took %v, more than a third of lease_period (%v): leases may lapse and their shards stop; raise checkpoint.dynamodb.lease_period, or run more instances", c.st.name, len(ws), took.Round(time.Millisecond), c.period)
+	}
+	if now.Sub(c.beat) >= c.period/3 {
+		errs = append(errs, c.heartbeat(ctx, now))
+	}
+	c.st.metrics.sinceRenewal.Set(c.book.oldestRenewal(time.Now()).Milliseconds(), c.st.name)
+	if err := errors.Join(errs...); err != nil {
+		c.st.metrics.commitFailures.Incr(1, c.st.name)
+		return fmt.Errorf("stream %s: lease table: %w", c.st.name, err)
+	}
+	if len(ws) > 0 {
+		c.st.metrics.commits.Incr(1, c.st.name)
+	}
+	return nil
+}
+
+// heartbeat moves this instance's worker item (saveMu held). Another
+// process that took over this instance's name stops this one: it drops
+// every lease and reads nothing more.
+func (c *leaseCoordinator) heartbeat(ctx context.Context, now time.Time) error {
+	hctx, cancel := context.WithTimeout(ctx, c.period/3)
+	defer cancel()
+	err := c.table.Heartbeat(hctx, c.st.arn, c.me, c.nonce, false)
+	if errors.Is(err, lease.ErrDuplicateInstance) {
+		if !c.impostor.Swap(true) {
+			c.book.dropAll(errLeaseLost)
+			c.st.log.Errorf("stream %s: another process started with instance_id %q and took over its presence in the lease table %s: this one stopped reading the stream; give every instance its own checkpoint.dynamodb.instance_id (or leave it empty) and restart it", c.st.name, c.me, c.table.Name())
+		}
+		return err
+	}
+	if err == nil {
+		c.beat = now
+	}
+	return err
+}
+
+// writeAll makes writes of held leases, leaseWriters at a time (saveMu
+// held), and then the handovers their answers made due.
+func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error {
+	var errs []error
+	for len(ws) > 0 {
+		var mu sync.Mutex
+		var next []leaseWrite
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, leaseWriters)
+		for _, w := range ws {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				then, err := c.write(ctx, w)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if then != nil {
+					next = append(next, *then)
+				}
+			}()
+		}
+		wg.Wait()
+		ws = next
+	}
+	c.st.metrics.ownedShards.Set(int64(c.book.count()), c.st.name)
+	return errors.Join(errs...)
+}
+
+// write makes one write of a held lease, bounded by a third of the lease
+// period (one that hangs must not hold the renewal of the others past
+// their lease period). It returns the handover write that an ask in its
+// answer made due now.
+func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite, error) {
+	sent := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, c.period/3)
+	it, err := c.table.Hold(wctx, c.st.arn, w.shard(), c.me, w.counter, w.w)
+	cancel()
+	if err != nil {
+		return nil, c.writeFailed(ctx, w, err)
+	}
+	c.book.wrote(w, it, sent)
+	if w.w.Release {
+		if w.cp.Ended {
+			c.pos.set(w.shard(), w.cp) // the end is durable: the children may be read
+		}
+		if w.w.HandOver != "" {
+			c.st.metrics.leasesHandedOver.Incr(1, c.st.name)
+			c.st.log.Infof("stream %s shard %s: handed its lease over to %s after its last checkpoint", c.st.name, w.shard(), w.w.HandOver)
+		}
+		return nil, nil
+	}
+	return c.asked(w.shard(), it.HandoffTo), nil
+}
+
+// asked handles an ask seen on a held lease's item: an asker known dead
+// has its ask removed by the next write; any other (alive, or not seen
+// yet: its ask is fresher than this instance's last scan) is handed the
+// lease once its reader settled. It returns the handover write when that
+// is due now.
+func (c *leaseCoordinator) asked(shardID, by string) *leaseWrite {
+	if by == "" || by == c.me {
+		return nil
+	}
+	if c.view.dead(by, time.Now()) {
+		c.book.clearAsk(shardID)
+		return nil
+	}
+	if w, due := c.book.askedFor(shardID, by); due {
+		return &w
+	}
+	return nil
+}
+
+// writeFailed handles a failed write of a held lease: a lease taken
+// meanwhile is lost (its reader stops now); anything else is tried again
+// by the next commit, the lease fencing itself once a lease period passes
+// without a renewal.
+//
+// A write that failed without an answer (a time-out, a broken connection)
+// may have been applied: the counter is then uncertain, and the next
+// write's condition fails against this instance's own write. So a lease
+// found not as written after such a failure is read back: still this
+// instance's (only its own writes keep it the owner), it takes the counter
+// it finds.
+func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err error) error {
+	switch {
+	case errors.Is(err, lease.ErrWithdrawn):
+		c.book.withdrawn(w) // the taker is stopping: read on
+		return nil
+	case !errors.Is(err, lease.ErrLost):
+		c.book.uncertain(w)
+		c.st.metrics.renewalFailures.Incr(1, c.st.name)
+		return err
+	}
+	if c.book.isUncertain(w) {
+		it, found, gerr := c.table.Get(ctx, c.st.arn, w.shard())
+		if gerr != nil {
+			c.st.metrics.renewalFailures.Incr(1, c.st.name)
+			return gerr
+		}
+		if found && it.Owner == c.me {
+			c.book.recount(w, it.Counter)
+			return nil
+		}
+	}
+	if c.book.lose(w) {
+		c.st.metrics.leasesLost.Incr(1, c.st.name)
+		c.st.log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it; acknowledgements still to come no longer move its checkpoint", c.st.name, w.shard())
+	}
+	return nil
+}
+
+// release writes the last checkpoint of every held lease and frees it,
+// withdraws this instance's asks for leases of others, frees the leases
+// handed to it and not taken up yet, and removes its presence: a clean
+// stop, after which other instances take the shards and read on exactly
+// after the last acknowledged record, and no lease is left in this
+// instance's name. Everything runs leaseWriters at a time.
+func (c *leaseCoordinator) release(ctx context.Context) error {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	var mu sync.Mutex
+	var errs []error
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	each := func(n int, do func(i int)) {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, leaseWriters)
+		for i := range n {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				do(i)
+			}()
+		}
+		wg.Wait()
+	}
+	ws := c.book.releaseAll()
+	each(len(ws), func(i int) {
+		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, ws[i].w); err != nil {
+			fail(err)
+		}
+	})
+	// A handover to this instance either lands before its ask is withdrawn
+	// (and is freed below) or fails (the holder keeps the lease).
+	for pass := 0; pass < 2; pass++ {
+		sc, err := c.table.ScanConsistent(ctx, c.st.arn)
+		if err != nil {
+			fail(err)
+			break
+		}
+		each(len(sc.Shards), func(i int) {
+			it := sc.Shards[i]
+			switch {
+			case it.Owner == c.me:
+				if err := c.free(ctx, it, lease.Write{Release: true}); err != nil {
+					fail(err)
+				}
+			case pass == 0 && it.HandoffTo == c.me:
+				if err := c.table.Withdraw(ctx, it, c.me); err != nil {
+					fail(err)
+				}
+			}
+		})
+	}
+	if !c.impostor.Load() {
+		if err := c.table.Leave(ctx, c.st.arn, c.me); err != nil {
+			fail(err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// free frees a lease held at it.Counter with w. A counter moved by an
+// earlier write of this instance that failed without an answer is read
+// back; a lease someone else took is no error.
+func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Write) error {
+	_, err := c.table.Hold(ctx, c.st.arn, it.ShardID, c.me, it.Counter, w)
+	if errors.Is(err, lease.ErrLost) {
+		now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID)
+		if gerr != nil {
+			return gerr
+		}
+		if !found || now.Owner != c.me {
+			return nil
+		}
+		_, err = c.table.Hold(ctx, c.st.arn, it.ShardID, c.me, now.Counter, w)
+	}
+	if errors.Is(err, lease.ErrLost) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s shard %s: releasing its lease: %w", c.st.name, it.ShardID, err)
+	}
+	return nil
+}

@@ -1,0 +1,423 @@
+package input
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// leaseWriters bounds the lease writes a commit makes at once.
+const leaseWriters = 16
+
+// check stops the binary at start when the lease table cannot serve
+// whatever happens next (access denied, missing with create off, another
+// kind of table), rather than Connect retrying it for ever. What it cannot
+// tell within a few seconds is left to Connect.
+func (l *leaseConfig) check(conf config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg, err := awsclient.Load(ctx, conf.settings())
+	if err != nil {
+		return nil // Connect says why, and retries
+	}
+	if err := lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create); err != nil {
+		return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+	}
+	return nil
+}
+
+func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, _ config, log *service.Logger) (coordination, error) {
+	t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+	if err != nil {
+		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+	}
+	log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+	return newLeaseCoordination(t, l), nil
+}
+
+// leaseCoordination is the lease table shared by the input's streams.
+type leaseCoordination struct {
+	table lease.Store
+	conf  leaseConfig
+	// nonce tells this process's worker items apart from those of another
+	// process started with the same instance_id.
+	nonce string
+}
+
+func newLeaseCoordination(t lease.Store, l *leaseConfig) *leaseCoordination {
+	var b [8]byte
+	rand.Read(b[:])
+	return &leaseCoordination{table: t, conf: *l, nonce: hex.EncodeToString(b[:])}
+}
+
+func (c *leaseCoordination) stream(st streamInfo, pos *positions) coordinator {
+	return &leaseCoordinator{
+		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
+		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, pos: pos,
+		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
+		unstored: map[string][]string{},
+	}
+}
+
+// claimRegistration: instances on one lease table register a consumer
+// once, the one that claims the registration in the table.
+func (c *leaseCoordination) claimRegistration(streamARN, consumer string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		return c.table.ClaimRegistration(ctx, streamARN, consumer, c.conf.InstanceID)
+	}
+}
+
+func (c *leaseCoordination) dropRegistration(ctx context.Context, streamARN, consumer string) error {
+	return c.table.DropRegistration(ctx, streamARN, consumer)
+}
+
+// commitEvery ticks at least every sixth of a lease period, so that each
+// lease is written at least every half period.
+func (c *leaseCoordination) commitEvery(commitPeriod time.Duration) time.Duration {
+	return min(commitPeriod, c.conf.LeasePeriod/6)
+}
+
+// bound bounds a step of Close by a lease period: unreleased leases expire
+// a lease period later anyway.
+func (c *leaseCoordination) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.conf.LeasePeriod)
+}
+
+func (c *leaseCoordination) close() error { return nil }
+
+// leaseCoordinator is the coordinator of a stream shared through a lease
+// table: one item per shard, leases taken, renewed, balanced and handed
+// over by conditional writes (see lease), its held leases a state machine
+// (leaseBook), what it saw of the others a view (leaseView).
+type leaseCoordinator struct {
+	st     streamInfo
+	table  lease.Store
+	me     string
+	nonce  string
+	period time.Duration
+	steals int
+	pos    *positions
+	book   *leaseBook
+	view   *leaseView
+
+	// saveMu serializes the writes of held leases and of the worker item:
+	// commits, the end of a shard, a handover, the release.
+	saveMu sync.Mutex
+	beat   time.Time // the last successful heartbeat (under saveMu)
+	// impostor is set once another process took over this instance's
+	// name: this one reads nothing more.
+	impostor atomic.Bool
+
+	// Owned by the stream's run loop (load, pin, reset, cycle):
+	// unstored holds the shards pinned and not yet in the table, with
+	// their parents; gone the finished shards no longer listed whose
+	// items are to be deleted; pinWait is until when another instance
+	// that wrote the stream's item first is waited for to pin its first
+	// shards.
+	unstored map[string][]string
+	gone     []string
+	pinWait  time.Time
+	created  time.Time
+}
+
+// load announces this instance, reads every item of the stream, and agrees
+// with the other instances on where the first shards start (the stream's
+// item, written by whichever instance came first). A stream deleted and
+// created again since the item was written starts afresh, loudly.
+func (c *leaseCoordinator) load(ctx context.Context) (firstPin, error) {
+	if err := c.join(ctx); err != nil {
+		return firstPin{}, err
+	}
+	c.created = c.st.created
+	want := lease.Stream{ARN: c.st.arn, Created: c.created, Start: c.st.startFor(false)}
+	item, created, err := c.table.PutStream(ctx, want)
+	if err != nil {
+		return firstPin{}, err
+	}
+	if !created && !item.Pinned {
+		// Another instance started first and is pinning the first shards:
+		// read its items rather than race it for each (for a while: it may
+		// have died meanwhile).
+		c.pinWait = time.Now().Add(c.period)
+	}
+	recreated := false
+	if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
+		c.st.log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
+			c.st.name, c.created.UTC(), c.table.Name(), item.Created.UTC(), c.st.restartsFrom)
+		recreated = true
+		item = lease.Stream{ARN: c.st.arn, Created: c.created, Start: c.st.startFor(true)}
+		if err := c.table.ReplaceStream(ctx, item); err != nil {
+			return firstPin{}, err
+		}
+	}
+	sc, err := c.table.Scan(ctx, c.st.arn)
+	if err != nil {
+		return firstPin{}, err
+	}
+	st := checkpoint.Stream{ARN: c.st.arn, Created: c.created, Shards: map[string]checkpoint.Checkpoint{}}
+	if !recreated {
+		for _, it := range sc.Shards {
+			st.Shards[it.ShardID] = it.Checkpoint
+		}
+	}
+	c.pos.replace(st)
+	c.view.observe(sc, time.Now())
+	return firstPin{due: !item.Pinned, start: item.Start}, nil
+}
+
+// join writes this instance's worker item for this process. An item of
+// this instance's name written by another process (another nonce) is
+// watched for half a lease period first: if it moves, another process
+// runs with this instance_id, and this one refuses to start.
+func (c *leaseCoordinator) join(ctx context.Context) error {
+	w, ok, err := c.table.GetWorker(ctx, c.st.arn, c.me)
+	if err != nil {
+		return err
+	}
+	if ok && w.Nonce != "" && w.Nonce != c.nonce {
+		deadline := time.Now().Add(c.period / 2)
+		for time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(c.period / 12):
+			}
+			now, ok, err := c.table.GetWorker(ctx, c.st.arn, c.me)
+			if err != nil {
+				return err
+			}
+			if ok && now.Nonce == w.Nonce && now.Counter != w.Counter {
+				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
+					c.st.name, c.me, c.table.Name(), c.period/2)
+			}
+			if !ok || now.Nonce != w.Nonce {
+				break
+			}
+		}
+	}
+	if err := c.table.Heartbeat(ctx, c.st.arn, c.me, c.nonce, true); err != nil {
+		return err
+	}
+	c.saveMu.Lock()
+	c.beat = time.Now()
+	c.saveMu.Unlock()
+	return nil
+}
+
+// pin creates the items of shards without a checkpoint, starting at
+// start. The first pin of a stream whose item another instance wrote first
+// waits (a lease period at most) for that instance's items instead.
+func (c *leaseCoordinator) pin(ctx context.Context, shards []shardInfo, start checkpoint.Start, first bool) error {
+	if first && time.Now().Before(c.pinWait) {
+		pinned, err := c.awaitFirstPin(ctx)
+		if err != nil {
+			return err
+		}
+		if pinned {
+			first, start = false, checkpoint.Start{Kind: shard.TrimHorizon.String()}
+		}
+	}
+	for _, sh := range c.pos.pin(shards, start) {
+		c.unstored[sh.id] = sh.parents
+	}
+	if err := c.storePinned(ctx); err != nil {
+		return err
+	}
+	if first {
+		return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.arn, Created: c.created, Start: start, Pinned: true})
+	}
+	return nil
+}
+
+// awaitFirstPin waits for the instance that pins the stream's first shards
+// and takes its items; it reports whether it did (false: the wait is over
+// and this instance pins them).
+func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
+	for {
+		sc, err := c.table.Scan(ctx, c.st.arn)
+		if err != nil {
+			return false, err
+		}
+		if sc.Stream != nil && sc.Stream.Pinned {
+			shards := map[string]checkpoint.Checkpoint{}
+			for _, it := range sc.Shards {
+				shards[it.ShardID] = it.Checkpoint
+			}
+			c.pos.adopt(shards)
+			c.pinWait = time.Time{}
+			return true, nil
+		}
+		if !time.Now().Before(c.pinWait) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// storePinned creates the items of pinned shards, and deletes those of
+// finished shards gone past the retention period. A shard pinned meanwhile
+// by another instance keeps that instance's start; an item of a shard that
+// started elsewhere (a stream deleted and created again) is replaced,
+// continuing its counter. What fails is tried again at the next pin or
+// cycle.
+func (c *leaseCoordinator) storePinned(ctx context.Context) error {
+	type result struct {
+		id  string
+		got lease.Shard
+		err error
+	}
+	var todo []lease.Shard
+	for id, parents := range c.unstored {
+		cp, _ := c.pos.of(id)
+		todo = append(todo, lease.Shard{Stream: c.st.arn, ShardID: id, Checkpoint: cp, Parents: parents})
+	}
+	results := make([]result, len(todo))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, leaseWriters)
+	for i, want := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			got, err := c.table.Create(ctx, want)
+			if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
+				got, err = want, c.table.Replace(ctx, want, got.Checkpoint.ShardStart)
+			}
+			results[i] = result{want.ShardID, got, err}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		delete(c.unstored, r.id)
+		c.pos.set(r.id, r.got.Checkpoint)
+	}
+	var left []string
+	for _, id := range c.gone {
+		if err := c.table.Delete(ctx, c.st.arn, id); err != nil {
+			errs = append(errs, err)
+			left = append(left, id)
+		}
+	}
+	c.gone = left
+	return errors.Join(errs...)
+}
+
+// prune forgets the shards gone past the retention period: the items of
+// finished ones are deleted at the next cycle (an unfinished one stays, in
+// case the listing that lacks it is only behind; it is never taken
+// unlisted).
+func (c *leaseCoordinator) prune(listed map[string]shardInfo) []string {
+	unfinished, finished := c.pos.prune(listed)
+	for _, id := range append(unfinished, finished...) {
+		delete(c.unstored, id)
+	}
+	c.gone = append(c.gone, finished...)
+	return unfinished
+}
+
+// reset drops every held lease and stops its reader before anything of the
+// new stream is read, forgets every checkpoint, and describes the new
+// stream in the table; the pin that follows replaces the old items.
+func (c *leaseCoordinator) reset(ctx context.Context, created time.Time) error {
+	for _, id := range c.book.dropAll(errLeaseDropped) {
+		c.st.log.Infof("stream %s shard %s: its lease is dropped: the shard belongs to the stream before it was created again", c.st.name, id)
+	}
+	c.pos.reset(created)
+	c.created = created
+	c.unstored = map[string][]string{}
+	c.gone = nil
+	return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.arn, Created: created, Start: c.st.startFor(true)})
+}
+
+func (c *leaseCoordinator) acquire(shardID string, stop context.CancelCauseFunc) (grant, bool) {
+	if _, unstored := c.unstored[shardID]; unstored {
+		return nil, false
+	}
+	g, ok := c.book.grant(c, shardID, stop, time.Now())
+	if !ok {
+		return nil, false
+	}
+	return g, true
+}
+
+func (c *leaseCoordinator) changed() <-chan struct{} { return c.book.wake }
+
+// leaseGrant is a reader's grant under a held lease.
+type leaseGrant struct {
+	c    *leaseCoordinator
+	h    *heldLease
+	cp   checkpoint.Checkpoint
+	stop context.CancelCauseFunc
+}
+
+func (g *leaseGrant) start() checkpoint.Checkpoint { return g.cp }
+
+func (g *leaseGrant) acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
+
+func (g *leaseGrant) until() time.Time { return g.c.book.until(g) }
+
+// errNotHeld: the end of a shard cannot be stored under a lease that is no
+// longer held as the reader was given it.
+var errNotHeld = errors.New("its lease is no longer held: the end is stored by whoever holds it next")
+
+func (g *leaseGrant) ended(ctx context.Context, last *checkpoint.Position) error {
+	g.c.saveMu.Lock()
+	defer g.c.saveMu.Unlock()
+	w, ok := g.c.book.ending(g, last)
+	if !ok {
+		return errNotHeld
+	}
+	return g.c.writeAll(context.WithoutCancel(ctx), []leaseWrite{w})
+}
+
+// stopped waits for what the reader handed out to settle: a lease period
+// at most while the lease is being handed over (then it is handed over
+// anyway, and the next holder reads again what was not acknowledged, which
+// is never a loss), as long as it takes otherwise.
+func (g *leaseGrant) stopped(ctx context.Context, settled func(context.Context) error) {
+	current, handingOver := g.c.book.readerState(g)
+	if !current {
+		return // lost or dropped: nothing it acknowledges counts
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if handingOver {
+		sctx, cancel = context.WithTimeout(ctx, g.c.period)
+		defer cancel()
+	}
+	if err := settled(sctx); err != nil && handingOver && ctx.Err() == nil {
+		g.c.st.log.Warnf("stream %s shard %s: handing its lease over before every record handed out was acknowledged (none within %v): the next holder reads those again", g.c.st.name, g.h.shard, g.c.period)
+	}
+	w, due := g.c.book.readerStopped(g)
+	if !due {
+		return
+	}
+	g.c.saveMu.Lock()
+	defer g.c.saveMu.Unlock()
+	if err := g.c.writeAll(ctx, []leaseWrite{w}); err != nil && ctx.Err() == nil {
+		g.c.st.log.Errorf("stream %s: %v", g.c.st.name, err)
+	}
+}

@@ -1,0 +1,179 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// cycle reads the stream's items and balances: it takes the leases handed
+// to this instance and free or expired ones up to its share, asks live
+// holders of more than their share for some, starts handing over the
+// leases others asked it for, and removes the worker items of dead
+// instances. Readers start at the next schedule. It returns when the next
+// cycle is due.
+func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool) time.Duration {
+	if c.impostor.Load() {
+		c.st.log.Errorf("stream %s: not reading: another process runs with instance_id %q (see above)", c.st.name, c.me)
+		return c.period
+	}
+	if len(c.unstored) > 0 || len(c.gone) > 0 {
+		if err := c.storePinned(ctx); err != nil && ctx.Err() == nil {
+			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+		}
+	}
+	sc, err := c.table.Scan(ctx, c.st.arn)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+		}
+		return c.period / 3
+	}
+	now := time.Now()
+	c.view.observe(sc, now)
+
+	var claims []claim
+	items := map[string]lease.Shard{}
+	var adopt []lease.Shard
+	var handovers []leaseWrite
+	for _, it := range sc.Shards {
+		if c.book.seen(it, c.me) {
+			c.st.metrics.leasesLost.Incr(1, c.st.name)
+			c.st.log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.name, it.ShardID)
+		}
+		held := c.book.holds(it.ShardID)
+		if _, pinned := c.unstored[it.ShardID]; pinned {
+			continue
+		}
+		if !held {
+			// The checkpoints and ends of shards this instance does not
+			// hold: a parent finished elsewhere lets its children be read;
+			// a lease taken starts at its item's checkpoint.
+			c.pos.learn(it.ShardID, it.Checkpoint)
+		}
+		if it.Checkpoint.Ended || !readable(it.ShardID) {
+			continue
+		}
+		items[it.ShardID] = it
+		asked := it.HandoffTo
+		if asked == "" && it.Owner != c.me && c.view.askedRecently(it.ShardID, now) {
+			asked = c.me // asked, and the scan does not show it yet
+		}
+		claims = append(claims, claim{shard: it.ShardID, owner: it.Owner, expired: c.view.expired(it, now), asked: asked})
+		switch {
+		case it.Owner == c.me && !held:
+			adopt = append(adopt, it) // handed over to this instance
+		case it.Owner == c.me && it.HandoffTo != "":
+			if w := c.asked(it.ShardID, it.HandoffTo); w != nil {
+				handovers = append(handovers, *w)
+			}
+		}
+	}
+	if len(handovers) > 0 {
+		c.saveMu.Lock()
+		if err := c.writeAll(ctx, handovers); err != nil && ctx.Err() == nil {
+			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+		}
+		c.saveMu.Unlock()
+	}
+
+	take, ask := balance(c.me, claims, c.view.live(now), c.steals, func(cl []claim) {
+		rand.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
+	})
+	for _, it := range adopt {
+		if c.take(ctx, it) {
+			c.st.metrics.leasesStolen.Incr(1, c.st.name)
+		}
+	}
+	for _, cl := range take {
+		if c.take(ctx, items[cl.shard]) {
+			c.st.metrics.leasesTaken.Incr(1, c.st.name)
+		}
+	}
+	for _, cl := range ask {
+		if c.ask(ctx, items[cl.shard]) {
+			c.view.setAsked(cl.shard, now)
+			c.st.log.Debugf("stream %s shard %s: asked %s to hand its lease over", c.st.name, cl.shard, cl.owner)
+		}
+	}
+	c.removeDead(ctx, now)
+	c.st.metrics.ownedShards.Set(int64(c.book.count()), c.st.name)
+	return c.view.nextCycle(time.Now())
+}
+
+// take takes a lease as scanned; it reports whether it did. Another
+// instance taking it first is contention, not an error; a take whose
+// answer was lost is read back.
+func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
+	sent := time.Now()
+	got, err := c.table.Take(ctx, it, c.me)
+	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
+		now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID)
+		if gerr == nil && found && now.Owner == c.me && now.Counter == it.Counter+1 {
+			got, err = now, nil // applied; its answer was lost
+		}
+	}
+	if errors.Is(err, lease.ErrLost) {
+		c.st.log.Debugf("stream %s shard %s: another instance took the lease first", c.st.name, it.ShardID)
+		return false
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+		}
+		return false
+	}
+	from := "free"
+	if it.Owner != "" && it.Owner != c.me {
+		from = "expired, of " + it.Owner
+	} else if it.Owner == c.me {
+		from = "handed over"
+	}
+	c.st.log.Debugf("stream %s shard %s: took its lease (%s) at %s", c.st.name, it.ShardID, from, describeCheckpoint(got.Checkpoint))
+	c.book.took(got, sent)
+	c.pos.set(got.ShardID, got.Checkpoint)
+	return true
+}
+
+// ask asks the holder of a lease to hand it over; it reports whether the
+// ask is in the item (an ask whose answer was lost is read back).
+func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
+	err := c.table.Ask(ctx, it, c.me)
+	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
+		if now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID); gerr == nil && found && now.HandoffTo == c.me {
+			return true
+		}
+		c.st.log.Errorf("stream %s: %v", c.st.name, err)
+	}
+	return err == nil
+}
+
+// removeDead deletes the worker items of instances known dead, each only
+// while its counter is as seen (an instance that came back keeps its own).
+func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
+	for _, w := range c.view.deadWorkers(now) {
+		if err := c.table.RemoveWorker(ctx, c.st.arn, w.ID, w.Counter); err != nil {
+			if ctx.Err() == nil {
+				c.st.log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.name, w.ID, err)
+			}
+			continue
+		}
+		c.view.forget(w.ID)
+		c.st.log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.name, w.ID)
+	}
+}
+
+func describeCheckpoint(cp checkpoint.Checkpoint) string {
+	switch {
+	case cp.Ended:
+		return "its end"
+	case cp.Position != nil:
+		return "checkpoint " + cp.Position.String()
+	}
+	return fmt.Sprintf("its start (%s)", cp.Start.Kind)
+}

@@ -1,0 +1,498 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// Causes of a reader's stop, set on its context.
+var (
+	errLeaseLost    = errors.New("the shard's lease was taken by another instance")
+	errLeaseExpired = errors.New("the shard's lease was not renewed within lease_period")
+	errHandoff      = errors.New("the shard's lease is handed over to another instance")
+	errLeaseDropped = errors.New("the stream was deleted and created again: its leases are dropped")
+)
+
+// leaseState is where a lease this instance holds stands. A lease enters
+// the book held, when a take (or a handover to this instance) succeeded,
+// and leaves it released or lost; nothing of it counts after that.
+type leaseState int
+
+const (
+	// leaseHeld: renewed within the lease period. One reader at a time may
+	// read the shard, and hand out records until the lease period since
+	// the last renewal has passed.
+	leaseHeld leaseState = iota
+	// leaseFenced: not renewed for a lease period. Its reader was stopped,
+	// since another instance may take the lease now; what that reader
+	// handed out still counts when acknowledged, since the lease may still
+	// be this instance's. A renewal at the same counter (nobody took it)
+	// makes it held again, and the next reader starts after the last
+	// acknowledged record: nothing is read twice.
+	leaseFenced
+	// leaseHandingOver: a live instance asked for it. Its reader was
+	// stopped; once what the reader handed out is settled, the last
+	// checkpoint is written and the lease handed over in one write.
+	leaseHandingOver
+	// leaseReleased: given up by its last write (handed over, freed at a
+	// clean stop, or its shard ended). Terminal.
+	leaseReleased
+	// leaseLost: taken by another instance, or dropped with the stream's
+	// state. Terminal: what its reader acknowledges later counts nowhere.
+	leaseLost
+)
+
+var leaseStateNames = [...]string{"held", "fenced", "handing over", "released", "lost"}
+
+func (s leaseState) String() string { return leaseStateNames[s] }
+
+// heldLease is one lease in the book. Only the book's methods read or
+// change it, under the book's lock.
+type heldLease struct {
+	shard   string
+	state   leaseState
+	counter int64     // the item's counter as this instance last wrote it
+	renewed time.Time // when the last successful write was sent
+	// cp is the checkpoint to store: the shard's start, the position its
+	// readers' acknowledgements reached, its end.
+	cp      checkpoint.Checkpoint
+	written checkpoint.Checkpoint // as last stored
+	// reader is the grant of the reader reading the shard, from its start
+	// until what it handed out is settled; nil while none.
+	reader *leaseGrant
+	// to is the instance the lease goes to (leaseHandingOver).
+	to string
+	// clearAsk is set when an instance known dead asked for the lease: the
+	// next write removes the ask, so that others may ask.
+	clearAsk bool
+	// uncertain is set when a write failed without an answer: it may have
+	// been applied, moving the counter (see leaseCoordinator.writeFailed).
+	uncertain bool
+}
+
+// leaseBook is the state machine of the leases one instance holds on one
+// stream: every transition is a method below, with the invariant it keeps.
+// Its lock is a leaf of the lock order (see coordinator): no other lock is
+// taken under it, and nothing outside it takes it.
+type leaseBook struct {
+	period time.Duration
+
+	mu   sync.Mutex
+	held map[string]*heldLease // by shard id; never a released or lost one
+	// wake receives (never blocking) when a lease may be read again
+	// without a cycle: renewed after a fence, or its handover withdrawn.
+	wake chan struct{}
+}
+
+func newLeaseBook(period time.Duration) *leaseBook {
+	return &leaseBook{period: period, held: map[string]*heldLease{}, wake: make(chan struct{}, 1)}
+}
+
+func (b *leaseBook) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// took enters a lease just taken (or handed to this instance), as the take
+// left its item, sent at sent: held, its checkpoint the item's.
+// Invariant: a lease of the shard already in the book was lost on the way
+// (its item changed hands and came back): it is lost here, and its reader
+// and acknowledgements no longer count.
+func (b *leaseBook) took(it lease.Shard, sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old, ok := b.held[it.ShardID]; ok {
+		b.end(old, leaseLost, errLeaseLost)
+	}
+	b.held[it.ShardID] = &heldLease{shard: it.ShardID, counter: it.Counter, renewed: sent, cp: it.Checkpoint, written: it.Checkpoint}
+}
+
+// grant gives a reader the right to read a shard: only a held lease,
+// renewed within the lease period, with no other reader still running or
+// settling. The reader starts after the last acknowledged record.
+func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.CancelCauseFunc, now time.Time) (*leaseGrant, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.held[shardID]
+	if !ok || h.state != leaseHeld || h.reader != nil || now.Sub(h.renewed) >= b.period {
+		return nil, false
+	}
+	g := &leaseGrant{c: c, h: h, cp: h.cp, stop: stop}
+	h.reader = g
+	return g, true
+}
+
+// current reports whether g reads its lease now. Must hold b.mu.
+func (b *leaseBook) current(g *leaseGrant) bool {
+	return b.held[g.h.shard] == g.h && g.h.reader == g
+}
+
+// ack moves the lease's checkpoint to pos, acknowledged by g's reader.
+// Invariant: only the lease's current reader moves it, in any state but
+// released or lost (a fenced or handed-over lease's reader is settling:
+// its acknowledgements are what the next holder starts after), and never
+// back.
+func (b *leaseBook) ack(g *leaseGrant, pos checkpoint.Position) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.current(g) {
+		return
+	}
+	if cp := g.h.cp.Position; cp == nil || cp.Less(pos) {
+		g.h.cp.Position = &pos
+	}
+}
+
+// until is when g's reader must stop handing out records: a lease period
+// after the last renewal, while the lease is held and g reads it; the zero
+// time (long past) otherwise.
+func (b *leaseBook) until(g *leaseGrant) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.current(g) || g.h.state != leaseHeld {
+		return time.Time{}
+	}
+	return g.h.renewed.Add(b.period)
+}
+
+// readerState reports whether g reads its lease now, and whether the lease
+// is being handed over.
+func (b *leaseBook) readerState(g *leaseGrant) (current, handingOver bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.current(g), b.current(g) && g.h.state == leaseHandingOver
+}
+
+// readerStopped detaches g's reader, stopped and settled: the lease may be
+// read again (held), or handed over now (handingOver). It returns the
+// write that hands over, when one is due.
+func (b *leaseBook) readerStopped(g *leaseGrant) (leaseWrite, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.current(g) {
+		return leaseWrite{}, false
+	}
+	g.h.reader = nil
+	if g.h.state == leaseHandingOver {
+		return b.handoverWrite(g.h), true
+	}
+	return leaseWrite{}, false
+}
+
+// ending records that the shard was read to its end after last, and
+// returns the write that stores the end and releases the lease. Only the
+// current reader of a held lease ends it.
+func (b *leaseBook) ending(g *leaseGrant, last *checkpoint.Position) (leaseWrite, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.current(g) || g.h.state != leaseHeld {
+		return leaseWrite{}, false
+	}
+	h := g.h
+	if last != nil && (h.cp.Position == nil || h.cp.Position.Less(*last)) {
+		h.cp.Position = last
+	}
+	h.cp.Ended = true
+	cp := h.cp
+	return leaseWrite{h: h, counter: h.counter, cp: cp, w: lease.Write{Checkpoint: &cp, Release: true}}, true
+}
+
+// fence stops the readers of held leases not renewed within the lease
+// period: another instance may take them now. The lease stays in the book,
+// fenced: a later renewal that succeeds makes it held again.
+func (b *leaseBook) fence(now time.Time) (fenced []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, h := range b.held {
+		if h.state == leaseHeld && now.Sub(h.renewed) >= b.period {
+			h.state = leaseFenced
+			if h.reader != nil {
+				h.reader.stop(errLeaseExpired)
+			}
+			fenced = append(fenced, id)
+		}
+	}
+	return fenced
+}
+
+// askedFor starts handing a held lease over to the instance to: its reader
+// stops, and once what it handed out is settled (at once without a
+// reader) the handover write is due. It returns that write when it is due
+// now.
+func (b *leaseBook) askedFor(shardID, to string) (leaseWrite, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.held[shardID]
+	if !ok || h.state != leaseHeld {
+		return leaseWrite{}, false
+	}
+	h.state, h.to = leaseHandingOver, to
+	if h.reader != nil {
+		h.reader.stop(errHandoff)
+		return leaseWrite{}, false
+	}
+	return b.handoverWrite(h), true
+}
+
+// handoverWrite is the write that stores a lease's last checkpoint and
+// hands it over. Must hold b.mu.
+func (b *leaseBook) handoverWrite(h *heldLease) leaseWrite {
+	cp := h.cp
+	w := lease.Write{Release: true, HandOver: h.to}
+	if !sameCheckpoint(cp, h.written) {
+		w.Checkpoint = &cp
+	}
+	return leaseWrite{h: h, counter: h.counter, cp: cp, w: w}
+}
+
+// clearAsk marks a held lease's ask for removal: the asker is dead.
+func (b *leaseBook) clearAsk(shardID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.held[shardID]; ok {
+		h.clearAsk = true
+	}
+}
+
+// due returns the writes a commit makes at now: every held or fenced lease
+// whose checkpoint moved, that is due for renewal (a third of the lease
+// period since its last write; a fenced one at every commit), or whose
+// ask is to be removed; and every lease being handed over whose reader is
+// settled (a handover write that failed is tried again).
+func (b *leaseBook) due(now time.Time) []leaseWrite {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ws []leaseWrite
+	for _, h := range b.held {
+		switch h.state {
+		case leaseHandingOver:
+			if h.reader == nil {
+				ws = append(ws, b.handoverWrite(h))
+			} else if now.Sub(h.renewed) >= b.period/3 {
+				// Renewed while its reader settles; the ask stays.
+				ws = append(ws, leaseWrite{h: h, counter: h.counter, w: lease.Write{KeepAsked: true}})
+			}
+		case leaseHeld, leaseFenced:
+			changed := !sameCheckpoint(h.cp, h.written)
+			if !changed && !h.clearAsk && h.state == leaseHeld && now.Sub(h.renewed) < b.period/3 {
+				continue
+			}
+			w := lease.Write{KeepAsked: !h.clearAsk}
+			cp := h.cp
+			if changed {
+				w.Checkpoint = &cp
+			}
+			if cp.Ended {
+				w.Release = true // an end stored releases the lease
+			}
+			ws = append(ws, leaseWrite{h: h, counter: h.counter, cp: cp, w: w})
+		}
+	}
+	return ws
+}
+
+// wrote records a successful write w, sent at sent, whose answer is it.
+// A release or handover ends the lease (released); any other write renews
+// it: the counter is the item's, a fenced lease is held again (its reader,
+// if still settling, detaches first) and may be read at once.
+func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := w.h
+	if b.held[h.shard] != h {
+		return
+	}
+	if w.w.Release {
+		b.end(h, leaseReleased, nil)
+		return
+	}
+	h.counter, h.uncertain = it.Counter, false
+	if sent.After(h.renewed) {
+		h.renewed = sent
+	}
+	if w.w.Checkpoint != nil {
+		h.written = w.cp
+	}
+	if !w.w.KeepAsked {
+		h.clearAsk = false
+	}
+	if h.state == leaseFenced {
+		h.state = leaseHeld
+		b.signal()
+	}
+}
+
+// withdrawn records that the instance a lease was being handed to
+// withdrew its ask (it is stopping): the lease is held again, as it was.
+func (b *leaseBook) withdrawn(w leaseWrite) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h := w.h; b.held[h.shard] == h && h.state == leaseHandingOver {
+		h.state, h.to = leaseHeld, ""
+		b.signal()
+	}
+}
+
+// uncertain records that w failed without an answer: it may have been
+// applied, and the item's counter moved past the one the book has.
+func (b *leaseBook) uncertain(w leaseWrite) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w.h.uncertain = true
+}
+
+// isUncertain reports whether an earlier write of w's lease failed
+// without an answer.
+func (b *leaseBook) isUncertain(w leaseWrite) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.h.uncertain
+}
+
+// recount takes the counter of w's lease as read back from its item,
+// still this instance's after a write without an answer: the next write
+// is conditional on it, and stores the checkpoint again.
+func (b *leaseBook) recount(w leaseWrite, counter int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h := w.h; b.held[h.shard] == h {
+		h.counter, h.uncertain = counter, false
+		h.written = checkpoint.Checkpoint{}
+	}
+}
+
+// lose ends w's lease: another instance took it. Its reader stops now.
+func (b *leaseBook) lose(w leaseWrite) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[w.h.shard] != w.h {
+		return false
+	}
+	b.end(w.h, leaseLost, errLeaseLost)
+	return true
+}
+
+// seen takes in a scanned item: a lease this instance holds whose item
+// another instance wrote since (another owner, or none, at a higher
+// counter: counters only rise) was taken, and is lost. A scan may be
+// older than this instance's last write, never newer than another's take.
+func (b *leaseBook) seen(it lease.Shard, me string) (lost bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.held[it.ShardID]
+	if !ok || it.Owner == me || it.Counter <= h.counter {
+		return false
+	}
+	b.end(h, leaseLost, errLeaseLost)
+	return true
+}
+
+// holds reports whether the book has a lease of the shard (in any state).
+func (b *leaseBook) holds(shardID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.held[shardID]
+	return ok
+}
+
+// dropAll ends every lease with cause: the stream's state is gone (it was
+// deleted and created again), or another process took over this
+// instance's name. Every reader stops now; their acknowledgements count
+// nowhere.
+func (b *leaseBook) dropAll(cause error) (dropped []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, h := range b.held {
+		b.end(h, leaseLost, cause)
+		dropped = append(dropped, id)
+	}
+	return dropped
+}
+
+// releaseAll ends every lease for a clean stop, and returns the writes
+// that store each one's last checkpoint and free it. The readers have
+// stopped by then.
+func (b *leaseBook) releaseAll() []leaseWrite {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ws []leaseWrite
+	for _, h := range b.held {
+		cp := h.cp
+		w := lease.Write{Release: true}
+		if cp.Position != nil || cp.Ended {
+			w.Checkpoint = &cp
+		}
+		ws = append(ws, leaseWrite{h: h, counter: h.counter, cp: cp, w: w})
+		b.end(h, leaseReleased, context.Canceled)
+	}
+	return ws
+}
+
+// end moves h to a terminal state and out of the book, stopping its
+// reader with cause (none when nil). Must hold b.mu.
+func (b *leaseBook) end(h *heldLease, state leaseState, cause error) {
+	h.state = state
+	if h.reader != nil && cause != nil {
+		h.reader.stop(cause)
+	}
+	h.reader = nil
+	if b.held[h.shard] == h {
+		delete(b.held, h.shard)
+	}
+}
+
+// count is the number of leases in the book.
+func (b *leaseBook) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.held)
+}
+
+// oldestRenewal is how long ago the least recently renewed lease was.
+func (b *leaseBook) oldestRenewal(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var oldest time.Duration
+	for _, h := range b.held {
+		oldest = max(oldest, now.Sub(h.renewed))
+	}
+	return oldest
+}
+
+// stateOf returns a shard's lease state, for tests and logs.
+func (b *leaseBook) stateOf(shardID string) (leaseState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.held[shardID]
+	if !ok {
+		return 0, false
+	}
+	return h.state, true
+}
+
+// leaseWrite is one conditional write of a held lease: at counter, w; cp
+// is the checkpoint it stores, when w stores one.
+type leaseWrite struct {
+	h       *heldLease
+	counter int64
+	w       lease.Write
+	cp      checkpoint.Checkpoint
+}
+
+func (w leaseWrite) shard() string { return w.h.shard }
+
+// sameCheckpoint reports whether two checkpoints store the same position
+// and end.
+func sameCheckpoint(a, b checkpoint.Checkpoint) bool {
+	if a.Ended != b.Ended || (a.Position == nil) != (b.Position == nil) {
+		return false
+	}
+	return a.Position == nil || *a.Position == *b.Position
+}

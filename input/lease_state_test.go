@@ -1,0 +1,372 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// The transitions of a held lease (leaseBook), driven through the lease
+// coordinator against an in-memory table (lease.Memory): no emulator, no
+// stream. Each test names the guarantee it checks.
+
+const testARN = "arn:aws:kinesis:us-east-1:123456789012:stream/orders"
+
+// stopRecorder is a reader's cancel function that records its cause.
+type stopRecorder struct {
+	mu    sync.Mutex
+	cause error
+}
+
+func (s *stopRecorder) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cause == nil {
+		s.cause = err
+	}
+}
+
+func (s *stopRecorder) get() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cause
+}
+
+// newTestLeaseCoordinator loads a coordinator of instance me on m and pins
+// the shards (free items at TRIM_HORIZON).
+func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period time.Duration, shards ...string) *leaseCoordinator {
+	t.Helper()
+	res := service.MockResources()
+	lc := newLeaseCoordination(m, &leaseConfig{InstanceID: me, LeasePeriod: period, StealLimit: 4})
+	st := streamInfo{name: "orders", arn: testARN, log: res.Logger(), metrics: newMetrics(res.Metrics()),
+		startFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}
+	c := lc.stream(st, newPositions(checkpoint.Stream{})).(*leaseCoordinator)
+	first, err := c.load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var infos []shardInfo
+	for i, id := range shards {
+		infos = append(infos, shardInfo{id: id, startSeq: fmt.Sprint(i + 1)})
+	}
+	if err := c.pin(t.Context(), infos, first.start, first.due); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func everyShard(string) bool { return true }
+
+// mustGrant acquires a shard's grant.
+func mustGrant(t *testing.T, c *leaseCoordinator, shardID string) (*leaseGrant, *stopRecorder) {
+	t.Helper()
+	rec := &stopRecorder{}
+	g, ok := c.acquire(shardID, rec.stop)
+	if !ok {
+		st, held := c.book.stateOf(shardID)
+		t.Fatalf("no grant for %s (lease %v, in the book %v)", shardID, st, held)
+	}
+	return g.(*leaseGrant), rec
+}
+
+func itemOf(t *testing.T, m *lease.Memory, shardID string) lease.Shard {
+	t.Helper()
+	it, ok, err := m.Get(t.Context(), testARN, shardID)
+	if err != nil || !ok {
+		t.Fatalf("item %s: %v %v", shardID, ok, err)
+	}
+	return it
+}
+
+var settledNow = func(context.Context) error { return nil }
+
+// TestLeaseFencedThenRenewedResumesAfterLastAck: the table is unreachable
+// for longer than a lease period while a batch is in the pipeline. The
+// reader is fenced (stopped), the batch's acknowledgement, arriving after
+// the fence, still counts, and once the renewal succeeds at the same
+// counter the next reader starts after it: nothing is read twice. (Before
+// the redesign the fence dropped the reader's generation, so the late
+// acknowledgement was lost and the next reader read the batch again.)
+func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
+	t.Parallel()
+	const period = 300 * time.Millisecond
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "solo", period, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, c, "s0")
+	g.acked(pos(5))
+	if err := c.commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	m.FailAll(errors.New("injected: connection refused"))
+	time.Sleep(period)
+	_ = c.commit(t.Context())
+	if st, _ := c.book.stateOf("s0"); st != leaseFenced {
+		t.Fatalf("lease %v after a lease period without renewal, want fenced", st)
+	}
+	if !errors.Is(rec.get(), errLeaseExpired) {
+		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseExpired)
+	}
+	if !g.until().Before(time.Now()) {
+		t.Fatal("a fenced reader may still hand out records")
+	}
+	g.acked(pos(7)) // handed out before the fence, acknowledged after it
+	if _, ok := c.acquire("s0", func(error) {}); ok {
+		t.Fatal("a fenced lease was granted to a second reader")
+	}
+	g.stopped(t.Context(), settledNow)
+
+	m.FailAll(nil)
+	if err := c.commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.book.stateOf("s0"); st != leaseHeld {
+		t.Fatalf("lease %v after a renewal at the same counter, want held", st)
+	}
+	if it := itemOf(t, m, "s0"); it.Checkpoint.Position == nil || *it.Checkpoint.Position != pos(7) {
+		t.Fatalf("item checkpoint %v, want 7 (the acknowledgement after the fence)", it.Checkpoint.Position)
+	}
+	g2, _ := mustGrant(t, c, "s0")
+	if p := g2.start().Position; p == nil || *p != pos(7) {
+		t.Fatalf("the next reader starts at %v, want after 7", p)
+	}
+}
+
+// TestLeaseTakenElsewhereIsLost: a lease another instance took (its counter
+// higher) is lost at the next scan: the reader stops at once, and what it
+// acknowledges later moves nothing.
+func TestLeaseTakenElsewhereIsLost(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, c, "s0")
+	if _, err := m.Take(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+		t.Fatal(err)
+	}
+	c.cycle(t.Context(), everyShard)
+	if !errors.Is(rec.get(), errLeaseLost) {
+		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseLost)
+	}
+	g.acked(pos(9))
+	if err := c.commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "b" || it.Checkpoint.Position != nil {
+		t.Fatalf("item %+v: the loser wrote after losing", it)
+	}
+	if _, ok := c.acquire("s0", func(error) {}); ok {
+		t.Fatal("a lost lease was granted")
+	}
+}
+
+// TestLeaseHandoverWritesTheLastAckOnceSettled: an instance asks; the
+// holder stops its reader, and hands the lease over with the last
+// acknowledged position as soon as what the reader handed out is settled,
+// not a lease period later.
+func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, c, "s0")
+	g.acked(pos(3))
+	// b was never scanned by a: its ask is fresher than a's last scan, and
+	// is honoured (before the redesign it was dropped as "not alive").
+	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+		t.Fatal(err)
+	}
+	c.book.mu.Lock()
+	c.book.held["s0"].renewed = time.Now().Add(-time.Minute / 2) // due for renewal
+	c.book.mu.Unlock()
+	if err := c.commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(rec.get(), errHandoff) {
+		t.Fatalf("reader stopped with %v, want %v", rec.get(), errHandoff)
+	}
+	g.acked(pos(4)) // the last batch handed out
+	g.stopped(t.Context(), settledNow)
+	it := itemOf(t, m, "s0")
+	if it.Owner != "b" || it.Checkpoint.Position == nil || *it.Checkpoint.Position != pos(4) {
+		t.Fatalf("item after the handover %+v, want owner b at 4", it)
+	}
+	if _, held := c.book.stateOf("s0"); held {
+		t.Fatal("a lease handed over is still in the book")
+	}
+}
+
+// TestLeaseAskOfADeadInstanceIsCleared: an ask of an instance whose worker
+// item did not move for a lease period is removed by the holder's next
+// write, and the lease stays.
+func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
+	t.Parallel()
+	const period = 200 * time.Millisecond
+	m := lease.NewMemory()
+	if err := m.Heartbeat(t.Context(), testARN, "dead", "nd", true); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	c.cycle(t.Context(), everyShard)
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(period)
+	c.cycle(t.Context(), everyShard) // sees the ask of an instance dead for a period
+	if err := c.commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "a" || it.HandoffTo != "" {
+		t.Fatalf("item %+v, want a's with the ask removed", it)
+	}
+}
+
+// TestLeaseWithdrawnAskKeepsTheLease: the asker withdraws (it is stopping)
+// before the handover is written: the lease stays, held, and is read on.
+func TestLeaseWithdrawnAskKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, c, "s0")
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+		t.Fatal(err)
+	}
+	c.cycle(t.Context(), everyShard) // the ask is seen: handing over
+	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
+		t.Fatalf("lease %v, want handing over", st)
+	}
+	if err := m.Withdraw(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+		t.Fatal(err)
+	}
+	g.stopped(t.Context(), settledNow)
+	if st, _ := c.book.stateOf("s0"); st != leaseHeld {
+		t.Fatalf("lease %v after the ask was withdrawn, want held", st)
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "a" {
+		t.Fatalf("item %+v, want still a's", it)
+	}
+	mustGrant(t, c, "s0")
+}
+
+// TestLeaseResetDropsEveryLease: a stream found deleted and created again
+// drops every held lease and stops its reader before anything of the new
+// stream is read; the replaced items continue the old counters, so a scan
+// of another holder sees them taken.
+func TestLeaseResetDropsEveryLease(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, c, "s0")
+	before := itemOf(t, m, "s0").Counter
+	if err := c.reset(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(rec.get(), errLeaseDropped) {
+		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseDropped)
+	}
+	g.acked(pos(8)) // of the old stream: counts nowhere
+	if err := c.pin(t.Context(), []shardInfo{{id: "s0", startSeq: "100"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+		t.Fatal(err)
+	}
+	it := itemOf(t, m, "s0")
+	if it.Owner != "" || it.Counter <= before || it.Checkpoint.ShardStart != "100" || it.Checkpoint.Position != nil {
+		t.Fatalf("new item %+v, want free, counter above %d, starting at 100", it, before)
+	}
+	if _, ok := c.acquire("s0", func(error) {}); ok {
+		t.Fatal("a lease of the old stream was granted for the new one")
+	}
+}
+
+// TestLeaseEndReleasesAndCountsForChildren: a shard read to its end stores
+// SHARD_END and frees its lease in one write; its end is then durable.
+func TestLeaseEndReleasesAndCountsForChildren(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, c, "s0")
+	last := pos(12)
+	if err := g.ended(t.Context(), &last); err != nil {
+		t.Fatal(err)
+	}
+	if it := itemOf(t, m, "s0"); !it.Checkpoint.Ended || it.Owner != "" {
+		t.Fatalf("item %+v, want ended and free", it)
+	}
+	if !c.pos.endSaved("s0") {
+		t.Fatal("a stored end does not count for the children")
+	}
+}
+
+// TestStaleWorkerItemsDoNotShrinkTheShare: 50 worker items of crashed
+// instances, never moving: an instance alone takes every free shard at its
+// first cycle, and removes the items once they did not move for a lease
+// period. (Before the redesign a worker seen for the first time counted as
+// alive for a lease period, so the share was 1 of 10, and the items were
+// never removed.)
+func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
+	t.Parallel()
+	const period = 300 * time.Millisecond
+	m := lease.NewMemory()
+	for i := range 50 {
+		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), "n", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var shards []string
+	for i := range 10 {
+		shards = append(shards, fmt.Sprintf("shardId-%012d", i))
+	}
+	c := newTestLeaseCoordinator(t, m, "me", period, shards...)
+	c.cycle(t.Context(), everyShard)
+	if n := c.book.count(); n != 10 {
+		t.Fatalf("alone next to 50 stale worker items, it took %d of 10 free shards", n)
+	}
+	time.Sleep(period)
+	c.cycle(t.Context(), everyShard)
+	if ws := m.Workers(); len(ws) != 1 || ws[0].ID != "me" {
+		t.Fatalf("worker items after a lease period: %d, want only me's", len(ws))
+	}
+}
+
+// TestDuplicateInstanceIDIsRefused: a second process started with the
+// instance_id of a running one is refused at load, loudly; the first reads
+// on.
+func TestDuplicateInstanceIDIsRefused(t *testing.T) {
+	t.Parallel()
+	const period = 300 * time.Millisecond
+	m := lease.NewMemory()
+	first := newTestLeaseCoordinator(t, m, "same", period, "s0")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { // the first process lives: its commits beat
+		for ctx.Err() == nil {
+			first.saveMu.Lock()
+			_ = first.heartbeat(ctx, time.Now())
+			first.saveMu.Unlock()
+			time.Sleep(period / 6)
+		}
+	}()
+	res := service.MockResources()
+	lc := newLeaseCoordination(m, &leaseConfig{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
+	second := lc.stream(streamInfo{name: "orders", arn: testARN, log: res.Logger(), metrics: newMetrics(res.Metrics()),
+		startFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}, newPositions(checkpoint.Stream{}))
+	_, err := second.load(t.Context())
+	if err == nil {
+		t.Fatal("a second process with a running instance's instance_id was not refused")
+	}
+	t.Log(err)
+}

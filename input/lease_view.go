@@ -1,0 +1,169 @@
+package input
+
+import (
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// leaseView is what one instance has seen of the other instances on a
+// stream's lease table, by its own clock: when each lease item and each
+// worker item last changed, and the asks it made. Expiry is judged here,
+// never by comparing clocks across hosts. Its lock is a leaf of the lock
+// order (see coordinator).
+type leaseView struct {
+	me     string
+	period time.Duration
+
+	mu sync.Mutex
+	// items is the last scan's shard items, by shard id; since is when
+	// each one's owner and counter were first seen as they are now.
+	items map[string]lease.Shard
+	since map[string]time.Time
+	// workers holds every worker item seen, by instance.
+	workers map[string]workerSighting
+	// asked holds the shards this instance asked the holders of for, and
+	// when: a scan may not show an ask yet, and an ask counts as coming
+	// for a lease period.
+	asked map[string]time.Time
+}
+
+// workerSighting is a worker item as seen: its counter, since when, and
+// whether it was ever seen to move. A worker seen for the first time is
+// not alive until its counter moves: a crashed instance's item never does.
+type workerSighting struct {
+	counter int64
+	at      time.Time
+	moved   bool
+}
+
+func newLeaseView(me string, period time.Duration) *leaseView {
+	return &leaseView{me: me, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
+		workers: map[string]workerSighting{}, asked: map[string]time.Time{}}
+}
+
+// observe takes in a scan made at now.
+func (v *leaseView) observe(sc lease.Scan, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	items := map[string]lease.Shard{}
+	for _, it := range sc.Shards {
+		items[it.ShardID] = it
+		if old, ok := v.items[it.ShardID]; !ok || old.Owner != it.Owner || old.Counter != it.Counter {
+			v.since[it.ShardID] = now
+		}
+	}
+	for id := range v.since {
+		if _, ok := items[id]; !ok {
+			delete(v.since, id)
+		}
+	}
+	v.items = items
+	workers := map[string]workerSighting{}
+	for _, w := range sc.Workers {
+		s, ok := v.workers[w.ID]
+		switch {
+		case !ok:
+			s = workerSighting{counter: w.Counter, at: now}
+		case s.counter != w.Counter:
+			s = workerSighting{counter: w.Counter, at: now, moved: true}
+		}
+		workers[w.ID] = s
+	}
+	v.workers = workers
+}
+
+// expired reports whether the lease of an item counts as expired: held by
+// another instance, and its owner and counter unchanged for a lease period
+// by this instance's clock.
+func (v *leaseView) expired(it lease.Shard, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	at, ok := v.since[it.ShardID]
+	return it.Owner != "" && it.Owner != v.me && ok && now.Sub(at) >= v.period
+}
+
+// live returns the instances alive at now: this one, and those whose
+// worker item moved within the lease period.
+func (v *leaseView) live(now time.Time) map[string]bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	live := map[string]bool{v.me: true}
+	for id, s := range v.workers {
+		if s.moved && now.Sub(s.at) < v.period {
+			live[id] = true
+		}
+	}
+	return live
+}
+
+// dead reports whether an instance is known dead: its worker item was
+// seen and did not move for a lease period. An instance not seen yet is
+// not known dead (its ask is fresher than this instance's last scan).
+func (v *leaseView) dead(id string, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.workers[id]
+	return ok && id != v.me && now.Sub(s.at) >= v.period
+}
+
+// deadWorkers returns the worker items of instances known dead, as seen:
+// anyone may remove them while their counter stays as seen.
+func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var dead []lease.Worker
+	for id, s := range v.workers {
+		if id != v.me && now.Sub(s.at) >= v.period {
+			dead = append(dead, lease.Worker{ID: id, Counter: s.counter})
+		}
+	}
+	return dead
+}
+
+// forget drops a worker removed from the table.
+func (v *leaseView) forget(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.workers, id)
+}
+
+// nextCycle is how long until the next lease cycle: a third of a lease
+// period, or sooner when a lease of another instance would expire before
+// then, so that a dead instance's leases are taken as soon as they expire.
+func (v *leaseView) nextCycle(now time.Time) time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	next := v.period / 3
+	for id, it := range v.items {
+		if it.Owner == "" || it.Owner == v.me || it.Checkpoint.Ended {
+			continue
+		}
+		if d := v.since[id].Add(v.period).Sub(now); d > 0 && d < next {
+			next = d
+		}
+	}
+	return max(next+5*time.Millisecond, 10*time.Millisecond)
+}
+
+// askedRecently reports whether this instance asked for a shard's lease
+// within the last lease period.
+func (v *leaseView) askedRecently(shardID string, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	at, ok := v.asked[shardID]
+	return ok && now.Sub(at) < v.period
+}
+
+// setAsked records an ask, and forgets those older than a lease period.
+func (v *leaseView) setAsked(shardID string, at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id, t := range v.asked {
+		if at.Sub(t) >= v.period {
+			delete(v.asked, id)
+		}
+	}
+	v.asked[shardID] = at
+}
