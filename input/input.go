@@ -1,6 +1,30 @@
 // Package input is the aws_kinesis_streams Benthos input: configuration, shard
 // discovery, one reader per shard, acknowledgement tracking and checkpoints.
 // It owns all policy; the record publishers (polling, efo) only read.
+//
+// Dependencies inside the package flow one way: the Benthos component
+// (spec.go, config.go, input.go: Connect, ReadBatch, Close) drives stream and
+// shard reading (stream.go: discovery and scheduling; shardreader.go,
+// messages.go, acks.go, replay.go), which asks a coordinator (coordinator.go)
+// which shards it may read and tells it what was acknowledged; the
+// coordinator keeps that in the stream's positions and stores it
+// (input/checkpoint, input/lease).
+//
+// There are two coordinators, and nothing else asks which one it has: the
+// local store (local_coordinator.go: one instance, every shard its own, a
+// checkpoint file) and the lease table (lease_*.go: instances share the
+// shards through DynamoDB leases). A held lease is a state machine in one
+// type, leaseBook (lease_state.go): held, fenced (not renewed for a lease
+// period: its reader stopped, its acknowledgements still count, a renewal
+// at the same counter resumes after them), handing over (asked for by a live
+// instance: the last checkpoint and the handover are one write once what
+// the reader handed out is settled), released and lost (terminal). What an
+// instance saw of the others is its leaseView (lease_view.go); lease_cycle.go
+// balances, lease_commit.go writes.
+//
+// Lock order: a coordinator's commit mutex first; under it, or alone, at
+// most one of positions.mu, leaseBook.mu and leaseView.mu; an ack tracker's
+// lock is a leaf.
 package input
 
 import (

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
@@ -55,5 +56,43 @@ func TestCloseBoundsDeregister(t *testing.T) {
 	t.Logf("Close: %v", closeErr)
 	if srv.ConsumerARN("orders", "app") != arn {
 		t.Error("the consumer is gone though its deregistration got no answer")
+	}
+}
+
+// lapsedGrant is a grant whose lease lapsed.
+type lapsedGrant struct{}
+
+func (lapsedGrant) start() checkpoint.Checkpoint                         { return checkpoint.Checkpoint{} }
+func (lapsedGrant) acked(checkpoint.Position)                            {}
+func (lapsedGrant) ended(context.Context, *checkpoint.Position) error    { return nil }
+func (lapsedGrant) until() time.Time                                     { return time.Time{} }
+func (lapsedGrant) stopped(context.Context, func(context.Context) error) {}
+
+// TestReadBatchWithholdsABatchWhoseLeaseLapsed: after a pause of the
+// process (SIGSTOP, a long GC), emit's send and its lapse timer can both be
+// ready, and Go's select picks either: a batch may reach ReadBatch after
+// its lease lapsed. ReadBatch does not hand it out: it resolves it as never
+// handed out (the checkpoint stays before it, nobody waits for it) and
+// hands out the next batch.
+func TestReadBatchWithholdsABatchWhoseLeaseLapsed(t *testing.T) {
+	t.Parallel()
+	in := replayTestInput(false)
+	defer in.cancel()
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: lapsedGrant{}}
+	e := r.tracker.TryTrack(pos(1), 1)
+	go func() {
+		in.out <- delivery{batch: replayTestBatch("lapsed"), r: r, e: e}
+		in.out <- replayTestDelivery(in, "live")
+	}()
+	if d, _ := replayTestRead(t, in); d != "live" {
+		t.Fatalf("ReadBatch handed out %q, want the batch after the lapsed one", d)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if err := r.tracker.Settled(ctx); err != nil {
+		t.Fatal("the withheld batch is still waited for")
+	}
+	if cp := r.tracker.Checkpoint(); cp != nil {
+		t.Fatalf("the checkpoint moved past a batch never handed out: %v", cp)
 	}
 }

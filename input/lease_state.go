@@ -325,7 +325,9 @@ func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
 	}
 	if h.state == leaseFenced {
 		h.state = leaseHeld
-		b.signal()
+	}
+	if h.state == leaseHeld && h.reader == nil {
+		b.signal() // readable now (its reader may have stopped at the lapse)
 	}
 }
 

@@ -370,3 +370,28 @@ func TestDuplicateInstanceIDIsRefused(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestLeaseDeleteOfAGoneShardIsRetried: the item of a finished shard gone
+// past the retention period is deleted at the next cycle; a delete that
+// fails is tried again at the one after (it was forgotten before).
+func TestLeaseDeleteOfAGoneShardIsRetried(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0", "s1")
+	c.cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, c, "s0")
+	if err := g.ended(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.prune(map[string]shardInfo{"s1": {id: "s1", startSeq: "2"}}) // s0 is gone
+	m.Fail("Delete", errors.New("injected: throttled"))
+	c.cycle(t.Context(), everyShard)
+	if _, ok, _ := m.Get(t.Context(), testARN, "s0"); !ok {
+		t.Fatal("deleted while deletes fail")
+	}
+	m.Fail("Delete", nil)
+	c.cycle(t.Context(), everyShard)
+	if _, ok, _ := m.Get(t.Context(), testARN, "s0"); ok {
+		t.Fatal("the item of a finished shard gone past the retention period was not deleted after a failed delete")
+	}
+}
