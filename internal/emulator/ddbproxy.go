@@ -16,9 +16,10 @@ import (
 
 // DynamoDBProxy is an HTTP proxy on 127.0.0.1 in front of a DynamoDB
 // emulator that counts the calls and the capacity units they consumed, by
-// operation, and answers chosen operations with throttling errors for a
-// while: what a test needs to measure a lease table's cost and to check
-// that throttling loses nothing.
+// operation, answers chosen operations with throttling errors for a while,
+// and can stop answering at all for a while: what a test needs to measure a
+// lease table's cost and to check that throttling or an outage loses
+// nothing.
 type DynamoDBProxy struct {
 	// Endpoint is the proxy's base URL; point clients' endpoint at it.
 	Endpoint string
@@ -27,6 +28,7 @@ type DynamoDBProxy struct {
 	calls    map[string]int64
 	units    map[string]float64
 	throttle map[string]time.Time // operation -> throttled until
+	down     time.Time            // no call is answered until then
 }
 
 // NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
@@ -48,7 +50,12 @@ func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
 		p.mu.Lock()
 		p.calls[op]++
 		until, throttled := p.throttle[op]
+		down := p.down
 		p.mu.Unlock()
+		if time.Now().Before(down) {
+			drop(w)
+			return
+		}
 		if throttled && time.Now().Before(until) {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 			w.Header().Set("X-Amzn-ErrorType", "ProvisionedThroughputExceededException")
@@ -108,6 +115,18 @@ func (p *DynamoDBProxy) Calls() (calls map[string]int64, units map[string]float6
 	return calls, units
 }
 
+// drop resets the connection of a request without answering it.
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // closes the connection unanswered too
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0) // a reset, not an orderly close
+	}
+	conn.Close()
+}
+
 // Throttle answers every call of the operations with
 // ProvisionedThroughputExceededException for d from now.
 func (p *DynamoDBProxy) Throttle(d time.Duration, ops ...string) {
@@ -116,4 +135,14 @@ func (p *DynamoDBProxy) Throttle(d time.Duration, ops ...string) {
 	for _, op := range ops {
 		p.throttle[op] = time.Now().Add(d)
 	}
+}
+
+// Unreachable answers no call at all for d from now: the proxy resets the
+// connection of every request it receives without a response, so clients
+// see a network error (connection reset), not an AWS error, as when the
+// table's endpoint is out of reach. Calls are still counted.
+func (p *DynamoDBProxy) Unreachable(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = time.Now().Add(d)
 }
