@@ -28,33 +28,49 @@ func leaseYAML(srv *kinesisfake.Server, d *emulator.DynamoDB, table, instance, e
 // leaseKey.
 func owners(t testing.TB, d *emulator.DynamoDB, table string) map[string]string {
 	t.Helper()
+	items, ok := tableItems(t, d, table, "shard")
+	if !ok {
+		return nil // not created yet
+	}
 	got := map[string]string{}
+	for _, it := range items {
+		got[attrS(it, "leaseKey")] = attrS(it, "leaseOwner")
+	}
+	return got
+}
+
+// tableItems scans the table, every page, strongly consistent: its items of
+// a kind (shard, stream, worker). ok is false while the table does not exist.
+func tableItems(t testing.TB, d *emulator.DynamoDB, table, kind string) (items []map[string]types.AttributeValue, ok bool) {
+	t.Helper()
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		out, err := d.Client().Scan(t.Context(), in)
 		var missing *types.ResourceNotFoundException
 		if errors.As(err, &missing) {
-			return nil // not created yet
+			return nil, false
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, it := range out.Items {
-			if k, _ := it["kind"].(*types.AttributeValueMemberS); k == nil || k.Value != "shard" {
-				continue
+			if attrS(it, "kind") == kind {
+				items = append(items, it)
 			}
-			id := it["leaseKey"].(*types.AttributeValueMemberS).Value
-			owner := ""
-			if o, ok := it["leaseOwner"].(*types.AttributeValueMemberS); ok {
-				owner = o.Value
-			}
-			got[id] = owner
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return got
+			return items, true
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// attrS is a string attribute of an item, "" when absent.
+func attrS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }
 
 // spread counts the shards each owner holds ("" for free ones).
