@@ -1,6 +1,7 @@
 package input
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -283,4 +284,52 @@ func containsData(msgs []inputtest.Got, data string) bool {
 		}
 	}
 	return false
+}
+
+// allDelivered reports whether every record of want is among msgs.
+func allDelivered(msgs []inputtest.Got, want inputtest.Produced) bool {
+	seen := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		seen[m.Data] = true
+	}
+	for d := range want {
+		if !seen[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// steady is a condition for waitUntil: value has not changed for quiet.
+func steady(value func() int, quiet time.Duration) func() bool {
+	last, since := value(), time.Now()
+	return func() bool {
+		if v := value(); v != last {
+			last, since = v, time.Now()
+		}
+		return time.Since(since) >= quiet
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for concurrent use, e.g. a pipeline's logs.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// logLines returns the lines of logs that contain any of words.
+func logLines(logs *syncBuf, words ...string) []string {
+	var out []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
 }
