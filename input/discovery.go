@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
@@ -17,6 +19,27 @@ type shardInfo struct {
 	hashHigh string
 	startSeq string // the shard's starting sequence number, when listed
 	listed   bool   // from ListShards; false when learnt from ChildShards
+}
+
+// coordShard is the shard as a coordinator knows it.
+func (sh shardInfo) coordShard() coord.Shard {
+	return coord.Shard{ID: sh.id, StartSeq: sh.startSeq, Parents: sh.parents}
+}
+
+func coordShardList(shards []shardInfo) []coord.Shard {
+	out := make([]coord.Shard, len(shards))
+	for i, sh := range shards {
+		out[i] = sh.coordShard()
+	}
+	return out
+}
+
+func coordShards(shards map[string]shardInfo) map[string]coord.Shard {
+	out := make(map[string]coord.Shard, len(shards))
+	for id, sh := range shards {
+		out[id] = sh.coordShard()
+	}
+	return out
 }
 
 // callTimeout bounds a control-plane call, so that one on a connection that

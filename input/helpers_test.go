@@ -14,6 +14,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -157,7 +158,7 @@ func (h *streamHarness) stop(t *testing.T) {
 	t.Helper()
 	h.cancel()
 	h.wg.Wait()
-	if err := h.s.coord.commit(context.Background()); err != nil {
+	if err := h.s.coord.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -183,7 +184,7 @@ func startStreamHarnessCP(t *testing.T, srv *kinesisfake.Server, cpExtra, extra 
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.coord = localCoordination{store}
+	in.coord = coord.NewLocal(store)
 	h := &streamHarness{in: in}
 	client := srv.NewClient()
 	h.s = &streamReader{in: in, name: "orders", arn: srv.StreamARN("orders"), client: client, pub: mk(in, client)}

@@ -2,29 +2,15 @@
 // discovery, one reader per shard, acknowledgement tracking and checkpoints.
 // It owns all policy; the record publishers (polling, efo) only read.
 //
-// Dependencies inside the package flow one way: the Benthos component
-// (spec.go, config.go, input.go: Connect, ReadBatch, Close) drives stream and
-// shard reading (stream.go: discovery and scheduling; shardreader.go,
-// messages.go, acks.go, replay.go), which asks a coordinator (coordinator.go)
-// which shards it may read and tells it what was acknowledged; the
-// coordinator keeps that in the stream's positions and stores it
-// (input/checkpoint, input/lease).
-//
-// There are two coordinators, and nothing else asks which one it has: the
-// local store (local_coordinator.go: one instance, every shard its own, a
-// checkpoint file) and the lease table (lease_*.go: instances share the
-// shards through DynamoDB leases). A held lease is a state machine in one
-// type, leaseBook (lease_state.go): held, fenced (not renewed for a lease
-// period: its reader stopped, its acknowledgements still count, a renewal
-// at the same counter resumes after them), handing over (asked for by a live
-// instance: the last checkpoint and the handover are one write once what
-// the reader handed out is settled), released and lost (terminal). What an
-// instance saw of the others is its leaseView (lease_view.go); lease_cycle.go
-// balances, lease_commit.go writes.
-//
-// Lock order: a coordinator's commit mutex first; under it, or alone, at
-// most one of positions.mu, leaseBook.mu and leaseView.mu; an ack tracker's
-// lock is a leaf.
+// Dependencies flow one way: the Benthos component (spec.go, config.go,
+// input.go: Connect, ReadBatch, Close) drives stream and shard reading
+// (stream.go: discovery and scheduling; shardreader.go, messages.go,
+// acks.go, replay.go), which asks a coordinator (package coord) which
+// shards it may read and tells it what was acknowledged; the coordinator
+// keeps that in the stream's positions and stores it (input/checkpoint, or
+// the lease table of package leasecoord on input/lease). coordination.go
+// turns the configuration into one or the other; nothing else asks which
+// one it has.
 package input
 
 import (
@@ -39,6 +25,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -58,7 +45,7 @@ func (d delivery) ack(err error) { d.r.ack(d.e, err) }
 // taken: its select in emit may have picked the send over the lapse when
 // both were ready (after a pause of the process). Such a batch is not
 // handed out (see withdraw).
-func (d delivery) lapsed(now time.Time) bool { return !now.Before(d.r.g.until()) }
+func (d delivery) lapsed(now time.Time) bool { return !now.Before(d.r.g.Until()) }
 
 // withdraw resolves a batch that is not handed out after all: the
 // checkpoint stays before it, and nobody waits for it.
@@ -82,7 +69,7 @@ type kinesisInput struct {
 
 	connMu    sync.Mutex
 	connected bool
-	coord     coordination // the checkpoint file or the lease table; set by Connect
+	coord     coord.Coordination // the checkpoint file or the lease table; set by Connect
 	streams   []*streamReader
 	// seen is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
@@ -143,7 +130,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	}
 	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
 	if in.coord == nil {
-		c, err := in.conf.Coordination.open(ctx, cfg, in.conf, in.log)
+		c, err := in.conf.Coordination.open(ctx, cfg, in.log)
 		if err != nil {
 			return err
 		}
@@ -226,7 +213,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	// Instances on one lease table register the consumer once: the one
 	// that claims the registration in the table; the claim is dropped once
 	// the consumer is there, whoever registered it.
-	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.claimRegistration(s.arn, in.conf.EFO.ConsumerName)}
+	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.ClaimRegistration(s.arn, in.conf.EFO.ConsumerName)}
 	var consumer efo.Consumer
 	if in.conf.EFO.Registration == registrationLazy {
 		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
@@ -265,7 +252,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 // dropClaim removes the claim on the registration of a stream's consumer
 // from the lease table, if any: the consumer is registered.
 func (in *kinesisInput) dropClaim(ctx context.Context, s *streamReader, name string) {
-	if err := in.coord.dropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
+	if err := in.coord.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
 		in.log.Warnf("stream %s: %v", name, err)
 	}
 }
@@ -379,7 +366,7 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 	defer in.connMu.Unlock()
 	errs := in.closeStreams()
 	if in.coord != nil { // nil when Connect never succeeded
-		errs = append(errs, in.coord.close())
+		errs = append(errs, in.coord.Close())
 		in.coord = nil
 	}
 	for _, s := range in.streams {
@@ -419,12 +406,12 @@ func (in *kinesisInput) closeStreams() []error {
 		wg.Wait()
 	}
 	bounded := func(do func(context.Context) error) error {
-		ctx, cancel := in.coord.bound(context.Background())
+		ctx, cancel := in.coord.Bound(context.Background())
 		defer cancel()
 		return do(ctx)
 	}
-	each(func(s *streamReader) error { return bounded(s.coord.commit) })
-	each(func(s *streamReader) error { return bounded(s.coord.release) })
+	each(func(s *streamReader) error { return bounded(s.coord.Commit) })
+	each(func(s *streamReader) error { return bounded(s.coord.Release) })
 	return errs
 }
 
@@ -448,7 +435,7 @@ func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
 // lease table, at least every sixth of a lease period: the commit renews
 // and fences the leases).
 func (in *kinesisInput) commitLoop(ctx context.Context) {
-	t := time.NewTicker(in.coord.commitEvery(in.conf.CommitPeriod))
+	t := time.NewTicker(in.coord.CommitEvery(in.conf.CommitPeriod))
 	defer t.Stop()
 	for {
 		select {
@@ -461,7 +448,7 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 			wg.Add(1)
 			go func() { // streams commit side by side: one slow table write holds no other stream
 				defer wg.Done()
-				if err := s.coord.commit(ctx); err != nil && ctx.Err() == nil {
+				if err := s.coord.Commit(ctx); err != nil && ctx.Err() == nil {
 					in.log.Errorf("%v", err)
 				}
 			}()

@@ -59,14 +59,14 @@ func TestCloseBoundsDeregister(t *testing.T) {
 	}
 }
 
-// lapsedGrant is a grant whose lease lapsed.
-type lapsedGrant struct{}
+// testGrant is a grant that lapses at lapse.
+type testGrant struct{ lapse time.Time }
 
-func (lapsedGrant) start() checkpoint.Checkpoint                         { return checkpoint.Checkpoint{} }
-func (lapsedGrant) acked(checkpoint.Position)                            {}
-func (lapsedGrant) ended(context.Context, *checkpoint.Position) error    { return nil }
-func (lapsedGrant) until() time.Time                                     { return time.Time{} }
-func (lapsedGrant) stopped(context.Context, func(context.Context) error) {}
+func (testGrant) Start() checkpoint.Checkpoint                         { return checkpoint.Checkpoint{} }
+func (testGrant) Acked(checkpoint.Position)                            {}
+func (testGrant) Ended(context.Context, *checkpoint.Position) error    { return nil }
+func (g testGrant) Until() time.Time                                   { return g.lapse }
+func (testGrant) Stopped(context.Context, func(context.Context) error) {}
 
 // TestReadBatchWithholdsABatchWhoseLeaseLapsed: after a pause of the
 // process (SIGSTOP, a long GC), emit's send and its lapse timer can both be
@@ -78,7 +78,7 @@ func TestReadBatchWithholdsABatchWhoseLeaseLapsed(t *testing.T) {
 	t.Parallel()
 	in := replayTestInput(false)
 	defer in.cancel()
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: lapsedGrant{}}
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{}}
 	e := r.tracker.TryTrack(pos(1), 1)
 	go func() {
 		in.out <- delivery{batch: replayTestBatch("lapsed"), r: r, e: e}

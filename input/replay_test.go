@@ -3,7 +3,6 @@ package input
 import (
 	"context"
 	"errors"
-	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
@@ -163,10 +163,9 @@ func replayTestBatch(data string) service.MessageBatch {
 }
 
 // replayTestDelivery is a batch of one message from a shard reader of the
-// local store (whose grant never lapses).
+// grant that never lapses.
 func replayTestDelivery(in *kinesisInput, data string) delivery {
-	c := &localCoordinator{pos: newPositions(checkpoint.Stream{})}
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: &localGrant{c: c}}
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{lapse: coord.Never}}
 	return delivery{batch: replayTestBatch(data), r: r, e: r.tracker.TryTrack(pos(1), 1)}
 }
 

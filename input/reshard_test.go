@@ -331,9 +331,7 @@ func TestParentPastRetentionDoesNotBlockChildren(t *testing.T) {
 		return polling.New(client, srv.StreamARN("orders"), polling.Options{})
 	})
 	waitUntil(t, 10*time.Second, func() bool {
-		h.s.pos.mu.Lock()
-		defer h.s.pos.mu.Unlock()
-		_, ok := h.s.pos.state.Shards[parent]
+		_, ok := h.s.pos.Of(parent)
 		return ok
 	})
 	expired.Store(true) // the parent passes the retention period

@@ -12,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -39,7 +40,7 @@ type shardReader struct {
 	epoch int // of the stream's state when the reader started
 	// g is the reader's grant: its acknowledgements go there, and it says
 	// until when records may be handed out.
-	g       grant
+	g       coord.Grant
 	tracker *ackTracker
 	conv    *converter
 
@@ -71,8 +72,8 @@ type shardReader struct {
 // records were read past a checkpoint that does not move.
 const behindWarnFactor = 10
 
-func newShardReader(s *streamReader, info shardInfo, g grant, epoch int) *shardReader {
-	cp := g.start()
+func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *shardReader {
+	cp := g.Start()
 	r := &shardReader{
 		s:       s,
 		info:    info,
@@ -459,12 +460,12 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		if err := ctx.Err(); err != nil {
 			return err // a lost lease stops the reader before anything more goes out
 		}
-		wait := time.Until(r.g.until())
+		wait := time.Until(r.g.Until())
 		if wait <= 0 {
 			// Not renewed for a lease period (the process was paused, or
 			// the table is unreachable): another instance may read the
 			// shard now.
-			return errLeaseExpired
+			return errLapsed
 		}
 		r.lapse.Reset(wait)
 		lapsed := r.lapse.C
@@ -531,7 +532,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
 	}
 	if moved {
-		r.g.acked(pos)
+		r.g.Acked(pos)
 	}
 }
 
@@ -571,7 +572,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		return ev
 	}
 	for {
-		err := r.g.ended(ctx, r.tracker.Checkpoint())
+		err := r.g.Ended(ctx, r.tracker.Checkpoint())
 		if err == nil {
 			break
 		}

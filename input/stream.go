@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -40,8 +41,8 @@ type streamReader struct {
 
 	// pos holds the stream's checkpoints, coord decides what is read and
 	// stores them; set by load.
-	pos   *positions
-	coord coordinator
+	pos   *coord.Positions
+	coord coord.Coordinator
 
 	// Owned by the run loop.
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
@@ -121,17 +122,17 @@ func (s *streamReader) load(ctx context.Context) error {
 	if s.seen.IsZero() {
 		s.seen = time.Now()
 	}
-	s.pos = newPositions(checkpoint.Stream{})
-	s.coord = s.in.coord.stream(streamInfo{
-		name: s.name, arn: s.arn, created: s.created,
-		startFor: s.firstStartFor, restartsFrom: s.restartsFrom(),
-		log: s.in.log, metrics: s.in.metrics,
+	s.pos = coord.NewPositions(checkpoint.Stream{})
+	s.coord = s.in.coord.Stream(coord.Stream{
+		Name: s.name, ARN: s.arn, Created: s.created,
+		StartFor: s.firstStartFor, RestartsFrom: s.restartsFrom(),
+		Log: s.in.log, Metrics: s.in.metrics.coord,
 	}, s.pos)
-	first, err := s.coord.load(ctx)
+	first, err := s.coord.Load(ctx)
 	if err != nil {
 		return err
 	}
-	s.firstPin, s.firstStart = first.due, first.start
+	s.firstPin, s.firstStart = first.Due, first.Start
 	s.events = make(chan shardEvent)
 	s.shards = map[string]shardInfo{}
 	s.running = map[string]context.CancelCauseFunc{}
@@ -173,8 +174,8 @@ func (s *streamReader) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-cycle.C:
-			cycle.Reset(s.coord.cycle(ctx, s.readable))
-		case <-s.coord.changed():
+			cycle.Reset(s.coord.Cycle(ctx, s.readable))
+		case <-s.coord.Changed():
 		case <-timer.C:
 			wait := s.in.conf.DiscoveryInterval
 			if err := s.discover(ctx); err != nil {
@@ -187,7 +188,7 @@ func (s *streamReader) run(ctx context.Context) {
 				bo.Reset()
 				if !cycling {
 					cycling = true
-					cycle.Reset(s.coord.cycle(ctx, s.readable))
+					cycle.Reset(s.coord.Cycle(ctx, s.readable))
 				}
 			}
 			timer.Reset(wait)
@@ -214,7 +215,7 @@ func (s *streamReader) readable(shardID string) bool {
 // the old stream: its children are none of the new stream's business.
 func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
 	delete(s.running, ev.shardID)
-	if ev.ended && ev.epoch == s.pos.current() {
+	if ev.ended && ev.epoch == s.pos.Current() {
 		s.adopt(ctx, ev.children)
 	}
 }
@@ -250,7 +251,7 @@ func (s *streamReader) discover(ctx context.Context) error {
 			cancel(nil)
 		}
 	}
-	for _, id := range s.coord.prune(known) {
+	for _, id := range s.coord.Prune(coordShards(known)) {
 		if _, ok := s.running[id]; !ok {
 			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 		}
@@ -264,7 +265,7 @@ func (s *streamReader) discover(ctx context.Context) error {
 // sequence number. (It is the only sign with registration none, which never
 // describes the stream.)
 func (s *streamReader) reused(listed map[string]shardInfo) bool {
-	id, now, was, ok := s.pos.reused(listed)
+	id, now, was, ok := s.pos.Reused(coordShards(listed))
 	if ok {
 		s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
 			s.name, id, now, was, s.restartsFrom())
@@ -297,7 +298,7 @@ func (s *streamReader) reset(ctx context.Context) error {
 	for _, cancel := range s.running {
 		cancel(nil)
 	}
-	if err := s.coord.reset(ctx, created); err != nil {
+	if err := s.coord.Reset(ctx, created); err != nil {
 		return err
 	}
 	s.created = created
@@ -338,7 +339,7 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 		start = s.firstStart
 	}
 	s.unpinned = true
-	if err := s.coord.pin(ctx, shards, start, s.firstPin); err != nil {
+	if err := s.coord.Pin(ctx, coordShardList(shards), start, s.firstPin); err != nil {
 		return err
 	}
 	s.unpinned = false
@@ -353,19 +354,19 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil || s.unpinned {
 		return
 	}
-	epoch := s.pos.current()
+	epoch := s.pos.Current()
 	for id, sh := range s.shards {
 		if _, ok := s.running[id]; ok {
 			continue
 		}
-		if cp, ok := s.pos.of(id); !ok || cp.Ended {
+		if cp, ok := s.pos.Of(id); !ok || cp.Ended {
 			continue
 		}
 		if !s.parentsEnded(sh) {
 			continue
 		}
 		rctx, cancel := context.WithCancelCause(ctx)
-		g, ok := s.coord.acquire(id, cancel)
+		g, ok := s.coord.Acquire(id, cancel)
 		if !ok {
 			cancel(nil)
 			continue
@@ -380,7 +381,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 			// A reader of the shard starts again only once what this one
 			// handed out is settled: a new one starts after the last
 			// acknowledged record, and would read the rest again.
-			g.stopped(ctx, r.tracker.Settled)
+			g.Stopped(ctx, r.tracker.Settled)
 			if !ev.ended {
 				s.zeroShardGauges(id) // read again later, here or elsewhere
 			}
@@ -407,7 +408,7 @@ func (s *streamReader) parentsEnded(sh shardInfo) bool {
 			}
 			return false
 		}
-		if !s.pos.endSaved(p) {
+		if !s.pos.EndSaved(p) {
 			return false
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -97,9 +98,8 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 	}
 	h := startStreamHarnessWith(t, srv, "", store1, mkPolling)
 	waitUntil(t, 20*time.Second, func() bool {
-		h.s.pos.mu.Lock()
-		defer h.s.pos.mu.Unlock()
-		return h.s.pos.state.Shards["shardId-000000000000"].Ended
+		cp, _ := h.s.pos.Of("shardId-000000000000")
+		return cp.Ended
 	})
 	h.stop(t)
 	store1.Close()
@@ -123,9 +123,7 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 	h2 := startStreamHarnessWith(t, srv, "", store2, mkPolling)
 	if !eventually(time.Minute, func() bool { return slices.Contains(h2.data(), "new-0") }) {
 		got := h2.data()
-		h2.s.pos.mu.Lock()
-		cp := h2.s.pos.state.Shards["shardId-000000000000"]
-		h2.s.pos.mu.Unlock()
+		cp, _ := h2.s.pos.Of("shardId-000000000000")
 		t.Fatalf("the recreated stream's records were never read (got %q); its shardId-000000000000 carries the old stream's checkpoint %+v", got, cp)
 	}
 }
@@ -195,7 +193,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	in.coord = localCoordination{store}
+	in.coord = coord.NewLocal(store)
 	s := &streamReader{in: in, name: "orders", arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
 	if err := s.load(t.Context()); err != nil {
 		t.Fatal(err)
@@ -209,7 +207,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	if _, ok := s.shards[child.id]; ok {
 		t.Fatal("a child reported by a reader of the old stream was adopted by the new one")
 	}
-	if _, ok := s.pos.of(child.id); ok {
+	if _, ok := s.pos.Of(child.id); ok {
 		t.Fatal("a child reported by a reader of the old stream was pinned in the new one's state")
 	}
 	if len(s.running) != 0 {
@@ -217,8 +215,8 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	}
 	// The same event of the current state is adopted.
 	s.running["shardId-000000000000"] = func(error) {}
-	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.current(), ended: true, children: []shardInfo{child}})
-	if _, ok := s.pos.of(child.id); !ok {
+	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.Current(), ended: true, children: []shardInfo{child}})
+	if _, ok := s.pos.Of(child.id); !ok {
 		t.Fatal("a child reported by a current reader was not pinned")
 	}
 }

@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 // leases others asked it for, and removes the worker items of dead
 // instances. Readers start at the next schedule. It returns when the next
 // cycle is due.
-func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool) time.Duration {
+func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool) time.Duration {
 	if c.impostor.Load() {
-		c.st.log.Errorf("stream %s: not reading: another process runs with instance_id %q (see above)", c.st.name, c.me)
+		c.st.Log.Errorf("stream %s: not reading: another process runs with instance_id %q (see above)", c.st.Name, c.me)
 		return c.period
 	}
 	if len(c.unstored) > 0 || len(c.gone) > 0 {
 		if err := c.storePinned(ctx); err != nil && ctx.Err() == nil {
-			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
 		}
 	}
-	sc, err := c.table.Scan(ctx, c.st.arn)
+	sc, err := c.table.Scan(ctx, c.st.ARN)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
 		}
 		return c.period / 3
 	}
@@ -43,8 +43,8 @@ func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool
 	var handovers []leaseWrite
 	for _, it := range sc.Shards {
 		if c.book.seen(it, c.me) {
-			c.st.metrics.leasesLost.Incr(1, c.st.name)
-			c.st.log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.name, it.ShardID)
+			c.st.Metrics.LeasesLost.Incr(1, c.st.Name)
+			c.st.Log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.Name, it.ShardID)
 		}
 		held := c.book.holds(it.ShardID)
 		if _, pinned := c.unstored[it.ShardID]; pinned {
@@ -54,7 +54,7 @@ func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool
 			// The checkpoints and ends of shards this instance does not
 			// hold: a parent finished elsewhere lets its children be read;
 			// a lease taken starts at its item's checkpoint.
-			c.pos.learn(it.ShardID, it.Checkpoint)
+			c.pos.Learn(it.ShardID, it.Checkpoint)
 		}
 		if it.Checkpoint.Ended || !readable(it.ShardID) {
 			continue
@@ -77,7 +77,7 @@ func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool
 	if len(handovers) > 0 {
 		c.saveMu.Lock()
 		if err := c.writeAll(ctx, handovers); err != nil && ctx.Err() == nil {
-			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
 		}
 		c.saveMu.Unlock()
 	}
@@ -87,22 +87,22 @@ func (c *leaseCoordinator) cycle(ctx context.Context, readable func(string) bool
 	})
 	for _, it := range adopt {
 		if c.take(ctx, it) {
-			c.st.metrics.leasesStolen.Incr(1, c.st.name)
+			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
 		}
 	}
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
-			c.st.metrics.leasesTaken.Incr(1, c.st.name)
+			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)
 		}
 	}
 	for _, cl := range ask {
 		if c.ask(ctx, items[cl.shard]) {
 			c.view.setAsked(cl.shard, now)
-			c.st.log.Debugf("stream %s shard %s: asked %s to hand its lease over", c.st.name, cl.shard, cl.owner)
+			c.st.Log.Debugf("stream %s shard %s: asked %s to hand its lease over", c.st.Name, cl.shard, cl.owner)
 		}
 	}
 	c.removeDead(ctx, now)
-	c.st.metrics.ownedShards.Set(int64(c.book.count()), c.st.name)
+	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return c.view.nextCycle(time.Now())
 }
 
@@ -113,18 +113,18 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 	sent := time.Now()
 	got, err := c.table.Take(ctx, it, c.me)
 	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
-		now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID)
+		now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID)
 		if gerr == nil && found && now.Owner == c.me && now.Counter == it.Counter+1 {
 			got, err = now, nil // applied; its answer was lost
 		}
 	}
 	if errors.Is(err, lease.ErrLost) {
-		c.st.log.Debugf("stream %s shard %s: another instance took the lease first", c.st.name, it.ShardID)
+		c.st.Log.Debugf("stream %s shard %s: another instance took the lease first", c.st.Name, it.ShardID)
 		return false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			c.st.log.Errorf("stream %s: %v", c.st.name, err)
+			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
 		}
 		return false
 	}
@@ -134,9 +134,9 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 	} else if it.Owner == c.me {
 		from = "handed over"
 	}
-	c.st.log.Debugf("stream %s shard %s: took its lease (%s) at %s", c.st.name, it.ShardID, from, describeCheckpoint(got.Checkpoint))
+	c.st.Log.Debugf("stream %s shard %s: took its lease (%s) at %s", c.st.Name, it.ShardID, from, describeCheckpoint(got.Checkpoint))
 	c.book.took(got, sent)
-	c.pos.set(got.ShardID, got.Checkpoint)
+	c.pos.Set(got.ShardID, got.Checkpoint)
 	return true
 }
 
@@ -145,10 +145,10 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
 	err := c.table.Ask(ctx, it, c.me)
 	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
-		if now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID); gerr == nil && found && now.HandoffTo == c.me {
+		if now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID); gerr == nil && found && now.HandoffTo == c.me {
 			return true
 		}
-		c.st.log.Errorf("stream %s: %v", c.st.name, err)
+		c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
 	}
 	return err == nil
 }
@@ -157,14 +157,14 @@ func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
 // while its counter is as seen (an instance that came back keeps its own).
 func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
 	for _, w := range c.view.deadWorkers(now) {
-		if err := c.table.RemoveWorker(ctx, c.st.arn, w.ID, w.Counter); err != nil {
+		if err := c.table.RemoveWorker(ctx, c.st.ARN, w.ID, w.Counter); err != nil {
 			if ctx.Err() == nil {
-				c.st.log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.name, w.ID, err)
+				c.st.Log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.Name, w.ID, err)
 			}
 			continue
 		}
 		c.view.forget(w.ID)
-		c.st.log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.name, w.ID)
+		c.st.Log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.Name, w.ID)
 	}
 }
 

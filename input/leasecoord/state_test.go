@@ -1,9 +1,10 @@
-package input
+package leasecoord
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
@@ -45,19 +47,17 @@ func (s *stopRecorder) get() error {
 func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period time.Duration, shards ...string) *leaseCoordinator {
 	t.Helper()
 	res := service.MockResources()
-	lc := newLeaseCoordination(m, &leaseConfig{InstanceID: me, LeasePeriod: period, StealLimit: 4})
-	st := streamInfo{name: "orders", arn: testARN, log: res.Logger(), metrics: newMetrics(res.Metrics()),
-		startFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}
-	c := lc.stream(st, newPositions(checkpoint.Stream{})).(*leaseCoordinator)
-	first, err := c.load(t.Context())
+	lc := newLeaseCoordination(m, Options{InstanceID: me, LeasePeriod: period, StealLimit: 4})
+	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	first, err := c.Load(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var infos []shardInfo
+	var infos []coord.Shard
 	for i, id := range shards {
-		infos = append(infos, shardInfo{id: id, startSeq: fmt.Sprint(i + 1)})
+		infos = append(infos, coord.Shard{ID: id, StartSeq: fmt.Sprint(i + 1)})
 	}
-	if err := c.pin(t.Context(), infos, first.start, first.due); err != nil {
+	if err := c.Pin(t.Context(), infos, first.Start, first.Due); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -65,11 +65,18 @@ func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period ti
 
 func everyShard(string) bool { return true }
 
+func testStream(res *service.Resources) coord.Stream {
+	return coord.Stream{Name: "orders", ARN: testARN, Log: res.Logger(), Metrics: coord.NewMetrics(res.Metrics()),
+		StartFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}
+}
+
+func pos(n int) checkpoint.Position { return checkpoint.Position{Sequence: strconv.Itoa(n)} }
+
 // mustGrant acquires a shard's grant.
 func mustGrant(t *testing.T, c *leaseCoordinator, shardID string) (*leaseGrant, *stopRecorder) {
 	t.Helper()
 	rec := &stopRecorder{}
-	g, ok := c.acquire(shardID, rec.stop)
+	g, ok := c.Acquire(shardID, rec.stop)
 	if !ok {
 		st, held := c.book.stateOf(shardID)
 		t.Fatalf("no grant for %s (lease %v, in the book %v)", shardID, st, held)
@@ -100,33 +107,33 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "solo", period, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
-	g.acked(pos(5))
-	if err := c.commit(t.Context()); err != nil {
+	g.Acked(pos(5))
+	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 
 	m.FailAll(errors.New("injected: connection refused"))
 	time.Sleep(period)
-	_ = c.commit(t.Context())
+	_ = c.Commit(t.Context())
 	if st, _ := c.book.stateOf("s0"); st != leaseFenced {
 		t.Fatalf("lease %v after a lease period without renewal, want fenced", st)
 	}
 	if !errors.Is(rec.get(), errLeaseExpired) {
 		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseExpired)
 	}
-	if !g.until().Before(time.Now()) {
+	if !g.Until().Before(time.Now()) {
 		t.Fatal("a fenced reader may still hand out records")
 	}
-	g.acked(pos(7)) // handed out before the fence, acknowledged after it
-	if _, ok := c.acquire("s0", func(error) {}); ok {
+	g.Acked(pos(7)) // handed out before the fence, acknowledged after it
+	if _, ok := c.Acquire("s0", func(error) {}); ok {
 		t.Fatal("a fenced lease was granted to a second reader")
 	}
-	g.stopped(t.Context(), settledNow)
+	g.Stopped(t.Context(), settledNow)
 
 	m.FailAll(nil)
-	if err := c.commit(t.Context()); err != nil {
+	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := c.book.stateOf("s0"); st != leaseHeld {
@@ -136,7 +143,7 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 		t.Fatalf("item checkpoint %v, want 7 (the acknowledgement after the fence)", it.Checkpoint.Position)
 	}
 	g2, _ := mustGrant(t, c, "s0")
-	if p := g2.start().Position; p == nil || *p != pos(7) {
+	if p := g2.Start().Position; p == nil || *p != pos(7) {
 		t.Fatalf("the next reader starts at %v, want after 7", p)
 	}
 }
@@ -148,23 +155,23 @@ func TestLeaseTakenElsewhereIsLost(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	if _, err := m.Take(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
 		t.Fatal(err)
 	}
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if !errors.Is(rec.get(), errLeaseLost) {
 		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseLost)
 	}
-	g.acked(pos(9))
-	if err := c.commit(t.Context()); err != nil {
+	g.Acked(pos(9))
+	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if it := itemOf(t, m, "s0"); it.Owner != "b" || it.Checkpoint.Position != nil {
 		t.Fatalf("item %+v: the loser wrote after losing", it)
 	}
-	if _, ok := c.acquire("s0", func(error) {}); ok {
+	if _, ok := c.Acquire("s0", func(error) {}); ok {
 		t.Fatal("a lost lease was granted")
 	}
 }
@@ -177,9 +184,9 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
-	g.acked(pos(3))
+	g.Acked(pos(3))
 	// b was never scanned by a: its ask is fresher than a's last scan, and
 	// is honoured (before the redesign it was dropped as "not alive").
 	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", true); err != nil {
@@ -191,14 +198,14 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	c.book.mu.Lock()
 	c.book.held["s0"].renewed = time.Now().Add(-time.Minute / 2) // due for renewal
 	c.book.mu.Unlock()
-	if err := c.commit(t.Context()); err != nil {
+	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(rec.get(), errHandoff) {
 		t.Fatalf("reader stopped with %v, want %v", rec.get(), errHandoff)
 	}
-	g.acked(pos(4)) // the last batch handed out
-	g.stopped(t.Context(), settledNow)
+	g.Acked(pos(4)) // the last batch handed out
+	g.Stopped(t.Context(), settledNow)
 	it := itemOf(t, m, "s0")
 	if it.Owner != "b" || it.Checkpoint.Position == nil || *it.Checkpoint.Position != pos(4) {
 		t.Fatalf("item after the handover %+v, want owner b at 4", it)
@@ -219,13 +226,13 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(period)
-	c.cycle(t.Context(), everyShard) // sees the ask of an instance dead for a period
-	if err := c.commit(t.Context()); err != nil {
+	c.Cycle(t.Context(), everyShard) // sees the ask of an instance dead for a period
+	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if it := itemOf(t, m, "s0"); it.Owner != "a" || it.HandoffTo != "" {
@@ -239,19 +246,19 @@ func TestLeaseWithdrawnAskKeepsTheLease(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
 		t.Fatal(err)
 	}
-	c.cycle(t.Context(), everyShard) // the ask is seen: handing over
+	c.Cycle(t.Context(), everyShard) // the ask is seen: handing over
 	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
 		t.Fatalf("lease %v, want handing over", st)
 	}
 	if err := m.Withdraw(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
 		t.Fatal(err)
 	}
-	g.stopped(t.Context(), settledNow)
+	g.Stopped(t.Context(), settledNow)
 	if st, _ := c.book.stateOf("s0"); st != leaseHeld {
 		t.Fatalf("lease %v after the ask was withdrawn, want held", st)
 	}
@@ -269,24 +276,24 @@ func TestLeaseResetDropsEveryLease(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	before := itemOf(t, m, "s0").Counter
-	if err := c.reset(t.Context(), time.Now()); err != nil {
+	if err := c.Reset(t.Context(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(rec.get(), errLeaseDropped) {
 		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseDropped)
 	}
-	g.acked(pos(8)) // of the old stream: counts nowhere
-	if err := c.pin(t.Context(), []shardInfo{{id: "s0", startSeq: "100"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+	g.Acked(pos(8)) // of the old stream: counts nowhere
+	if err := c.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "100"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
 		t.Fatal(err)
 	}
 	it := itemOf(t, m, "s0")
 	if it.Owner != "" || it.Counter <= before || it.Checkpoint.ShardStart != "100" || it.Checkpoint.Position != nil {
 		t.Fatalf("new item %+v, want free, counter above %d, starting at 100", it, before)
 	}
-	if _, ok := c.acquire("s0", func(error) {}); ok {
+	if _, ok := c.Acquire("s0", func(error) {}); ok {
 		t.Fatal("a lease of the old stream was granted for the new one")
 	}
 }
@@ -297,16 +304,16 @@ func TestLeaseEndReleasesAndCountsForChildren(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	last := pos(12)
-	if err := g.ended(t.Context(), &last); err != nil {
+	if err := g.Ended(t.Context(), &last); err != nil {
 		t.Fatal(err)
 	}
 	if it := itemOf(t, m, "s0"); !it.Checkpoint.Ended || it.Owner != "" {
 		t.Fatalf("item %+v, want ended and free", it)
 	}
-	if !c.pos.endSaved("s0") {
+	if !c.pos.EndSaved("s0") {
 		t.Fatal("a stored end does not count for the children")
 	}
 }
@@ -331,12 +338,12 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 		shards = append(shards, fmt.Sprintf("shardId-%012d", i))
 	}
 	c := newTestLeaseCoordinator(t, m, "me", period, shards...)
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if n := c.book.count(); n != 10 {
 		t.Fatalf("alone next to 50 stale worker items, it took %d of 10 free shards", n)
 	}
 	time.Sleep(period)
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if ws := m.Workers(); len(ws) != 1 || ws[0].ID != "me" {
 		t.Fatalf("worker items after a lease period: %d, want only me's", len(ws))
 	}
@@ -361,10 +368,9 @@ func TestDuplicateInstanceIDIsRefused(t *testing.T) {
 		}
 	}()
 	res := service.MockResources()
-	lc := newLeaseCoordination(m, &leaseConfig{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
-	second := lc.stream(streamInfo{name: "orders", arn: testARN, log: res.Logger(), metrics: newMetrics(res.Metrics()),
-		startFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}, newPositions(checkpoint.Stream{}))
-	_, err := second.load(t.Context())
+	lc := newLeaseCoordination(m, Options{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
+	second := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	_, err := second.Load(t.Context())
 	if err == nil {
 		t.Fatal("a second process with a running instance's instance_id was not refused")
 	}
@@ -378,19 +384,19 @@ func TestLeaseDeleteOfAGoneShardIsRetried(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0", "s1")
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
-	if err := g.ended(t.Context(), nil); err != nil {
+	if err := g.Ended(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	c.prune(map[string]shardInfo{"s1": {id: "s1", startSeq: "2"}}) // s0 is gone
+	c.Prune(map[string]coord.Shard{"s1": {ID: "s1", StartSeq: "2"}}) // s0 is gone
 	m.Fail("Delete", errors.New("injected: throttled"))
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if _, ok, _ := m.Get(t.Context(), testARN, "s0"); !ok {
 		t.Fatal("deleted while deletes fail")
 	}
 	m.Fail("Delete", nil)
-	c.cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
 	if _, ok, _ := m.Get(t.Context(), testARN, "s0"); ok {
 		t.Fatal("the item of a finished shard gone past the retention period was not deleted after a failed delete")
 	}

@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"sync"
@@ -11,7 +11,7 @@ import (
 // stream's lease table, by its own clock: when each lease item and each
 // worker item last changed, and the asks it made. Expiry is judged here,
 // never by comparing clocks across hosts. Its lock is a leaf of the lock
-// order (see coordinator).
+// order (see the package comment).
 type leaseView struct {
 	me     string
 	period time.Duration

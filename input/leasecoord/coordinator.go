@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"context"
@@ -10,60 +10,51 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/redpanda-data/benthos/v4/public/service"
-
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
 // leaseWriters bounds the lease writes a commit makes at once.
 const leaseWriters = 16
 
-// check stops the binary at start when the lease table cannot serve
-// whatever happens next (access denied, missing with create off, another
-// kind of table), rather than Connect retrying it for ever. What it cannot
-// tell within a few seconds is left to Connect.
-func (l *leaseConfig) check(conf config) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	cfg, err := awsclient.Load(ctx, conf.settings())
-	if err != nil {
-		return nil // Connect says why, and retries
-	}
-	if err := lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create); err != nil {
-		return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
-	}
-	return nil
-}
-
-func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, _ config, log *service.Logger) (coordination, error) {
-	t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
-	if err != nil {
-		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
-	}
-	log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
-	return newLeaseCoordination(t, l), nil
+// Options are the settings of checkpoint.dynamodb the coordination needs.
+type Options struct {
+	// InstanceID names this instance in the table; two running instances
+	// never share one.
+	InstanceID string
+	// LeasePeriod is how long a lease lasts without a renewal.
+	LeasePeriod time.Duration
+	// StealLimit is how many leases an instance asks live holders for per
+	// cycle.
+	StealLimit int
 }
 
 // leaseCoordination is the lease table shared by the input's streams.
 type leaseCoordination struct {
 	table lease.Store
-	conf  leaseConfig
+	conf  Options
 	// nonce tells this process's worker items apart from those of another
 	// process started with the same instance_id.
 	nonce string
 }
 
-func newLeaseCoordination(t lease.Store, l *leaseConfig) *leaseCoordination {
+// New returns the coordination of instances sharing streams through the
+// lease table t.
+func New(t lease.Store, o Options) coord.Coordination { return newLeaseCoordination(t, o) }
+
+func newLeaseCoordination(t lease.Store, o Options) *leaseCoordination {
 	var b [8]byte
 	rand.Read(b[:])
-	return &leaseCoordination{table: t, conf: *l, nonce: hex.EncodeToString(b[:])}
+	return &leaseCoordination{table: t, conf: o, nonce: hex.EncodeToString(b[:])}
 }
 
-func (c *leaseCoordination) stream(st streamInfo, pos *positions) coordinator {
+func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.Coordinator {
+	return c.stream(st, pos)
+}
+
+func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *leaseCoordinator {
 	return &leaseCoordinator{
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, pos: pos,
@@ -72,44 +63,44 @@ func (c *leaseCoordination) stream(st streamInfo, pos *positions) coordinator {
 	}
 }
 
-// claimRegistration: instances on one lease table register a consumer
+// ClaimRegistration: instances on one lease table register a consumer
 // once, the one that claims the registration in the table.
-func (c *leaseCoordination) claimRegistration(streamARN, consumer string) func(context.Context) (bool, error) {
+func (c *leaseCoordination) ClaimRegistration(streamARN, consumer string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		return c.table.ClaimRegistration(ctx, streamARN, consumer, c.conf.InstanceID)
 	}
 }
 
-func (c *leaseCoordination) dropRegistration(ctx context.Context, streamARN, consumer string) error {
+func (c *leaseCoordination) DropRegistration(ctx context.Context, streamARN, consumer string) error {
 	return c.table.DropRegistration(ctx, streamARN, consumer)
 }
 
-// commitEvery ticks at least every sixth of a lease period, so that each
+// CommitEvery ticks at least every sixth of a lease period, so that each
 // lease is written at least every half period.
-func (c *leaseCoordination) commitEvery(commitPeriod time.Duration) time.Duration {
+func (c *leaseCoordination) CommitEvery(commitPeriod time.Duration) time.Duration {
 	return min(commitPeriod, c.conf.LeasePeriod/6)
 }
 
-// bound bounds a step of Close by a lease period: unreleased leases expire
+// Bound bounds a step of Close by a lease period: unreleased leases expire
 // a lease period later anyway.
-func (c *leaseCoordination) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *leaseCoordination) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.conf.LeasePeriod)
 }
 
-func (c *leaseCoordination) close() error { return nil }
+func (c *leaseCoordination) Close() error { return nil }
 
 // leaseCoordinator is the coordinator of a stream shared through a lease
 // table: one item per shard, leases taken, renewed, balanced and handed
 // over by conditional writes (see lease), its held leases a state machine
 // (leaseBook), what it saw of the others a view (leaseView).
 type leaseCoordinator struct {
-	st     streamInfo
+	st     coord.Stream
 	table  lease.Store
 	me     string
 	nonce  string
 	period time.Duration
 	steals int
-	pos    *positions
+	pos    *coord.Positions
 	book   *leaseBook
 	view   *leaseView
 
@@ -137,15 +128,15 @@ type leaseCoordinator struct {
 // with the other instances on where the first shards start (the stream's
 // item, written by whichever instance came first). A stream deleted and
 // created again since the item was written starts afresh, loudly.
-func (c *leaseCoordinator) load(ctx context.Context) (firstPin, error) {
+func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 	if err := c.join(ctx); err != nil {
-		return firstPin{}, err
+		return coord.FirstPin{}, err
 	}
-	c.created = c.st.created
-	want := lease.Stream{ARN: c.st.arn, Created: c.created, Start: c.st.startFor(false)}
+	c.created = c.st.Created
+	want := lease.Stream{ARN: c.st.ARN, Created: c.created, Start: c.st.StartFor(false)}
 	item, created, err := c.table.PutStream(ctx, want)
 	if err != nil {
-		return firstPin{}, err
+		return coord.FirstPin{}, err
 	}
 	if !created && !item.Pinned {
 		// Another instance started first and is pinning the first shards:
@@ -155,27 +146,27 @@ func (c *leaseCoordinator) load(ctx context.Context) (firstPin, error) {
 	}
 	recreated := false
 	if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
-		c.st.log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
-			c.st.name, c.created.UTC(), c.table.Name(), item.Created.UTC(), c.st.restartsFrom)
+		c.st.Log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
+			c.st.Name, c.created.UTC(), c.table.Name(), item.Created.UTC(), c.st.RestartsFrom)
 		recreated = true
-		item = lease.Stream{ARN: c.st.arn, Created: c.created, Start: c.st.startFor(true)}
+		item = lease.Stream{ARN: c.st.ARN, Created: c.created, Start: c.st.StartFor(true)}
 		if err := c.table.ReplaceStream(ctx, item); err != nil {
-			return firstPin{}, err
+			return coord.FirstPin{}, err
 		}
 	}
-	sc, err := c.table.Scan(ctx, c.st.arn)
+	sc, err := c.table.Scan(ctx, c.st.ARN)
 	if err != nil {
-		return firstPin{}, err
+		return coord.FirstPin{}, err
 	}
-	st := checkpoint.Stream{ARN: c.st.arn, Created: c.created, Shards: map[string]checkpoint.Checkpoint{}}
+	st := checkpoint.Stream{ARN: c.st.ARN, Created: c.created, Shards: map[string]checkpoint.Checkpoint{}}
 	if !recreated {
 		for _, it := range sc.Shards {
 			st.Shards[it.ShardID] = it.Checkpoint
 		}
 	}
-	c.pos.replace(st)
+	c.pos.Replace(st)
 	c.view.observe(sc, time.Now())
-	return firstPin{due: !item.Pinned, start: item.Start}, nil
+	return coord.FirstPin{Due: !item.Pinned, Start: item.Start}, nil
 }
 
 // join writes this instance's worker item for this process. An item of
@@ -183,7 +174,7 @@ func (c *leaseCoordinator) load(ctx context.Context) (firstPin, error) {
 // watched for half a lease period first: if it moves, another process
 // runs with this instance_id, and this one refuses to start.
 func (c *leaseCoordinator) join(ctx context.Context) error {
-	w, ok, err := c.table.GetWorker(ctx, c.st.arn, c.me)
+	w, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
 	if err != nil {
 		return err
 	}
@@ -195,20 +186,20 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 				return ctx.Err()
 			case <-time.After(c.period / 12):
 			}
-			now, ok, err := c.table.GetWorker(ctx, c.st.arn, c.me)
+			now, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
 			if err != nil {
 				return err
 			}
 			if ok && now.Nonce == w.Nonce && now.Counter != w.Counter {
 				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
-					c.st.name, c.me, c.table.Name(), c.period/2)
+					c.st.Name, c.me, c.table.Name(), c.period/2)
 			}
 			if !ok || now.Nonce != w.Nonce {
 				break
 			}
 		}
 	}
-	if err := c.table.Heartbeat(ctx, c.st.arn, c.me, c.nonce, true); err != nil {
+	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, c.nonce, true); err != nil {
 		return err
 	}
 	c.saveMu.Lock()
@@ -220,7 +211,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 // pin creates the items of shards without a checkpoint, starting at
 // start. The first pin of a stream whose item another instance wrote first
 // waits (a lease period at most) for that instance's items instead.
-func (c *leaseCoordinator) pin(ctx context.Context, shards []shardInfo, start checkpoint.Start, first bool) error {
+func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) error {
 	if first && time.Now().Before(c.pinWait) {
 		pinned, err := c.awaitFirstPin(ctx)
 		if err != nil {
@@ -230,14 +221,14 @@ func (c *leaseCoordinator) pin(ctx context.Context, shards []shardInfo, start ch
 			first, start = false, checkpoint.Start{Kind: shard.TrimHorizon.String()}
 		}
 	}
-	for _, sh := range c.pos.pin(shards, start) {
-		c.unstored[sh.id] = sh.parents
+	for _, sh := range c.pos.Pin(shards, start) {
+		c.unstored[sh.ID] = sh.Parents
 	}
 	if err := c.storePinned(ctx); err != nil {
 		return err
 	}
 	if first {
-		return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.arn, Created: c.created, Start: start, Pinned: true})
+		return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.ARN, Created: c.created, Start: start, Pinned: true})
 	}
 	return nil
 }
@@ -247,7 +238,7 @@ func (c *leaseCoordinator) pin(ctx context.Context, shards []shardInfo, start ch
 // and this instance pins them).
 func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
 	for {
-		sc, err := c.table.Scan(ctx, c.st.arn)
+		sc, err := c.table.Scan(ctx, c.st.ARN)
 		if err != nil {
 			return false, err
 		}
@@ -256,7 +247,7 @@ func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
 			for _, it := range sc.Shards {
 				shards[it.ShardID] = it.Checkpoint
 			}
-			c.pos.adopt(shards)
+			c.pos.Adopt(shards)
 			c.pinWait = time.Time{}
 			return true, nil
 		}
@@ -285,8 +276,8 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	}
 	var todo []lease.Shard
 	for id, parents := range c.unstored {
-		cp, _ := c.pos.of(id)
-		todo = append(todo, lease.Shard{Stream: c.st.arn, ShardID: id, Checkpoint: cp, Parents: parents})
+		cp, _ := c.pos.Of(id)
+		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents})
 	}
 	results := make([]result, len(todo))
 	var wg sync.WaitGroup
@@ -312,11 +303,11 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 			continue
 		}
 		delete(c.unstored, r.id)
-		c.pos.set(r.id, r.got.Checkpoint)
+		c.pos.Set(r.id, r.got.Checkpoint)
 	}
 	var left []string
 	for _, id := range c.gone {
-		if err := c.table.Delete(ctx, c.st.arn, id); err != nil {
+		if err := c.table.Delete(ctx, c.st.ARN, id); err != nil {
 			errs = append(errs, err)
 			left = append(left, id)
 		}
@@ -329,8 +320,8 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 // finished ones are deleted at the next cycle (an unfinished one stays, in
 // case the listing that lacks it is only behind; it is never taken
 // unlisted).
-func (c *leaseCoordinator) prune(listed map[string]shardInfo) []string {
-	unfinished, finished := c.pos.prune(listed)
+func (c *leaseCoordinator) Prune(listed map[string]coord.Shard) []string {
+	unfinished, finished := c.pos.Prune(listed)
 	for _, id := range append(unfinished, finished...) {
 		delete(c.unstored, id)
 	}
@@ -341,18 +332,18 @@ func (c *leaseCoordinator) prune(listed map[string]shardInfo) []string {
 // reset drops every held lease and stops its reader before anything of the
 // new stream is read, forgets every checkpoint, and describes the new
 // stream in the table; the pin that follows replaces the old items.
-func (c *leaseCoordinator) reset(ctx context.Context, created time.Time) error {
+func (c *leaseCoordinator) Reset(ctx context.Context, created time.Time) error {
 	for _, id := range c.book.dropAll(errLeaseDropped) {
-		c.st.log.Infof("stream %s shard %s: its lease is dropped: the shard belongs to the stream before it was created again", c.st.name, id)
+		c.st.Log.Infof("stream %s shard %s: its lease is dropped: the shard belongs to the stream before it was created again", c.st.Name, id)
 	}
-	c.pos.reset(created)
+	c.pos.Reset(created)
 	c.created = created
 	c.unstored = map[string][]string{}
 	c.gone = nil
-	return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.arn, Created: created, Start: c.st.startFor(true)})
+	return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.ARN, Created: created, Start: c.st.StartFor(true)})
 }
 
-func (c *leaseCoordinator) acquire(shardID string, stop context.CancelCauseFunc) (grant, bool) {
+func (c *leaseCoordinator) Acquire(shardID string, stop context.CancelCauseFunc) (coord.Grant, bool) {
 	if _, unstored := c.unstored[shardID]; unstored {
 		return nil, false
 	}
@@ -363,7 +354,7 @@ func (c *leaseCoordinator) acquire(shardID string, stop context.CancelCauseFunc)
 	return g, true
 }
 
-func (c *leaseCoordinator) changed() <-chan struct{} { return c.book.wake }
+func (c *leaseCoordinator) Changed() <-chan struct{} { return c.book.wake }
 
 // leaseGrant is a reader's grant under a held lease.
 type leaseGrant struct {
@@ -373,17 +364,17 @@ type leaseGrant struct {
 	stop context.CancelCauseFunc
 }
 
-func (g *leaseGrant) start() checkpoint.Checkpoint { return g.cp }
+func (g *leaseGrant) Start() checkpoint.Checkpoint { return g.cp }
 
-func (g *leaseGrant) acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
+func (g *leaseGrant) Acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
 
-func (g *leaseGrant) until() time.Time { return g.c.book.until(g) }
+func (g *leaseGrant) Until() time.Time { return g.c.book.until(g) }
 
 // errNotHeld: the end of a shard cannot be stored under a lease that is no
 // longer held as the reader was given it.
 var errNotHeld = errors.New("its lease is no longer held: the end is stored by whoever holds it next")
 
-func (g *leaseGrant) ended(ctx context.Context, last *checkpoint.Position) error {
+func (g *leaseGrant) Ended(ctx context.Context, last *checkpoint.Position) error {
 	g.c.saveMu.Lock()
 	defer g.c.saveMu.Unlock()
 	w, ok := g.c.book.ending(g, last)
@@ -397,7 +388,7 @@ func (g *leaseGrant) ended(ctx context.Context, last *checkpoint.Position) error
 // at most while the lease is being handed over (then it is handed over
 // anyway, and the next holder reads again what was not acknowledged, which
 // is never a loss), as long as it takes otherwise.
-func (g *leaseGrant) stopped(ctx context.Context, settled func(context.Context) error) {
+func (g *leaseGrant) Stopped(ctx context.Context, settled func(context.Context) error) {
 	current, handingOver := g.c.book.readerState(g)
 	if !current {
 		return // lost or dropped: nothing it acknowledges counts
@@ -409,7 +400,7 @@ func (g *leaseGrant) stopped(ctx context.Context, settled func(context.Context) 
 		defer cancel()
 	}
 	if err := settled(sctx); err != nil && handingOver && ctx.Err() == nil {
-		g.c.st.log.Warnf("stream %s shard %s: handing its lease over before every record handed out was acknowledged (none within %v): the next holder reads those again", g.c.st.name, g.h.shard, g.c.period)
+		g.c.st.Log.Warnf("stream %s shard %s: handing its lease over before every record handed out was acknowledged (none within %v): the next holder reads those again", g.c.st.Name, g.h.shard, g.c.period)
 	}
 	w, due := g.c.book.readerStopped(g)
 	if !due {
@@ -418,6 +409,6 @@ func (g *leaseGrant) stopped(ctx context.Context, settled func(context.Context) 
 	g.c.saveMu.Lock()
 	defer g.c.saveMu.Unlock()
 	if err := g.c.writeAll(ctx, []leaseWrite{w}); err != nil && ctx.Err() == nil {
-		g.c.st.log.Errorf("stream %s: %v", g.c.st.name, err)
+		g.c.st.Log.Errorf("stream %s: %v", g.c.st.Name, err)
 	}
 }

@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"context"
@@ -77,7 +77,7 @@ type heldLease struct {
 
 // leaseBook is the state machine of the leases one instance holds on one
 // stream: every transition is a method below, with the invariant it keeps.
-// Its lock is a leaf of the lock order (see coordinator): no other lock is
+// Its lock is a leaf of the lock order (see the package comment): no other lock is
 // taken under it, and nothing outside it takes it.
 type leaseBook struct {
 	period time.Duration

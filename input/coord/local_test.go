@@ -1,8 +1,9 @@
-package input
+package coord
 
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -26,14 +27,17 @@ func (s *failingStore) Save(_ context.Context, st checkpoint.Stream) error {
 }
 
 func testLocal(store checkpoint.Store) *localCoordinator {
-	st := streamInfo{name: "orders", log: service.MockResources().Logger(), metrics: newMetrics(service.MockResources().Metrics())}
-	return &localCoordinator{st: st, store: store, pos: newPositions(checkpoint.Stream{})}
+	res := service.MockResources()
+	st := Stream{Name: "orders", Log: res.Logger(), Metrics: NewMetrics(res.Metrics())}
+	return &localCoordinator{st: st, store: store, pos: NewPositions(checkpoint.Stream{})}
 }
 
+func pos(n int) checkpoint.Position { return checkpoint.Position{Sequence: strconv.Itoa(n)} }
+
 // grantOf acquires a shard's grant of the local store.
-func grantOf(t *testing.T, c *localCoordinator, shardID string) grant {
+func grantOf(t *testing.T, c *localCoordinator, shardID string) Grant {
 	t.Helper()
-	g, ok := c.acquire(shardID, func(error) {})
+	g, ok := c.Acquire(shardID, func(error) {})
 	if !ok {
 		t.Fatalf("no grant for %s", shardID)
 	}
@@ -48,46 +52,46 @@ func TestLocalCoordinatorGuardsEpochsAndSavedEnds(t *testing.T) {
 	store := &failingStore{}
 	c := testLocal(store)
 	p := c.pos
-	if err := c.pin(ctx, []shardInfo{{id: "a", startSeq: "1"}, {id: "b", startSeq: "2"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+	if err := c.Pin(ctx, []Shard{{ID: "a", StartSeq: "1"}, {ID: "b", StartSeq: "2"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
 		t.Fatal(err)
 	}
 	ga, gb := grantOf(t, c, "a"), grantOf(t, c, "b")
 
-	ga.acked(pos(5))
-	ga.acked(pos(3)) // never backwards
-	if cp, _ := p.of("a"); cp.Position == nil || *cp.Position != pos(5) {
+	ga.Acked(pos(5))
+	ga.Acked(pos(3)) // never backwards
+	if cp, _ := p.Of("a"); cp.Position == nil || *cp.Position != pos(5) {
 		t.Fatalf("position %v, want 5", cp.Position)
 	}
 
 	store.fail = true
-	if err := gb.ended(ctx, nil); err == nil {
+	if err := gb.Ended(ctx, nil); err == nil {
 		t.Fatal("ended did not report the failed save")
 	}
-	if p.endSaved("b") {
+	if p.EndSaved("b") {
 		t.Fatal("an end that was not saved lets the children be read")
 	}
 	store.fail = false
-	if err := c.commit(ctx); err != nil {
+	if err := c.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !p.endSaved("b") {
+	if !p.EndSaved("b") {
 		t.Fatal("a saved end is not known as saved")
 	}
 
-	if err := c.reset(ctx, p.state.Created); err != nil {
+	if err := c.Reset(ctx, p.state.Created); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.pin(ctx, []shardInfo{{id: "a", startSeq: "9"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+	if err := c.Pin(ctx, []Shard{{ID: "a", StartSeq: "9"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
 		t.Fatal(err)
 	}
-	ga.acked(pos(7))
-	if err := ga.ended(ctx, nil); err != nil {
+	ga.Acked(pos(7))
+	if err := ga.Ended(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if cp, _ := p.of("a"); cp.Position != nil || cp.Ended {
+	if cp, _ := p.Of("a"); cp.Position != nil || cp.Ended {
 		t.Fatalf("a reader of the epoch before the reset changed the new state: %+v", cp)
 	}
-	if p.endSaved("b") {
+	if p.EndSaved("b") {
 		t.Fatal("an end of the old stream survived the reset")
 	}
 }
@@ -99,23 +103,23 @@ func TestLocalCoordinatorPrune(t *testing.T) {
 	ctx := context.Background()
 	c := testLocal(&failingStore{})
 	p := c.pos
-	if err := c.pin(ctx, []shardInfo{{id: "a"}, {id: "b"}, {id: "c"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+	if err := c.Pin(ctx, []Shard{{ID: "a"}, {ID: "b"}, {ID: "c"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := grantOf(t, c, "c").ended(ctx, nil); err != nil {
+	if err := grantOf(t, c, "c").Ended(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	unfinished := c.prune(map[string]shardInfo{"a": {id: "a", startSeq: "42"}})
+	unfinished := c.Prune(map[string]Shard{"a": {ID: "a", StartSeq: "42"}})
 	if len(unfinished) != 1 || unfinished[0] != "b" {
 		t.Fatalf("unfinished %v, want [b] (c had ended)", unfinished)
 	}
-	if cp, ok := p.of("a"); !ok || cp.ShardStart != "42" {
+	if cp, ok := p.Of("a"); !ok || cp.ShardStart != "42" {
 		t.Fatalf("a: %+v %v, want its starting sequence number 42", cp, ok)
 	}
-	if _, ok := p.of("b"); ok {
+	if _, ok := p.Of("b"); ok {
 		t.Fatal("b is still checkpointed")
 	}
-	if id, _, _, ok := p.reused(map[string]shardInfo{"a": {id: "a", startSeq: "43"}}); !ok || id != "a" {
+	if id, _, _, ok := p.Reused(map[string]Shard{"a": {ID: "a", StartSeq: "43"}}); !ok || id != "a" {
 		t.Fatal("a shard id starting at another sequence number is not seen as reused")
 	}
 }

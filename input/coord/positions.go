@@ -1,4 +1,4 @@
-package input
+package coord
 
 import (
 	"maps"
@@ -8,7 +8,7 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 )
 
-// positions is what one stream's instance knows of where each shard stands:
+// Positions is what one stream's instance knows of where each shard stands:
 // where it starts, how far it is acknowledged, whether it was read to its
 // end and whether that end is durable. It stores nothing: its coordinator
 // does. The stream's run loop reads it to schedule readers; the coordinator
@@ -17,7 +17,7 @@ import (
 // Every change by a reader carries the epoch of the state it was read from:
 // a reset (the stream was deleted and created again) starts a new epoch, and
 // readers of an older one can no longer change anything.
-type positions struct {
+type Positions struct {
 	mu    sync.Mutex
 	state checkpoint.Stream
 	dirty bool
@@ -28,14 +28,15 @@ type positions struct {
 	epoch     int
 }
 
-func newPositions(st checkpoint.Stream) *positions {
-	p := &positions{}
-	p.replace(st)
+// NewPositions returns positions holding st.
+func NewPositions(st checkpoint.Stream) *Positions {
+	p := &Positions{}
+	p.Replace(st)
 	return p
 }
 
-// replace takes st as the whole state: every end in it is durable.
-func (p *positions) replace(st checkpoint.Stream) {
+// Replace takes st as the whole state: every end in it is durable.
+func (p *Positions) Replace(st checkpoint.Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.state = st
@@ -50,36 +51,36 @@ func (p *positions) replace(st checkpoint.Stream) {
 	}
 }
 
-// current returns the epoch of the state.
-func (p *positions) current() int {
+// Current returns the epoch of the state.
+func (p *Positions) Current() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch
 }
 
-// of returns the checkpoint of a shard, and whether it has one.
-func (p *positions) of(shardID string) (checkpoint.Checkpoint, bool) {
+// Of returns the checkpoint of a shard, and whether it has one.
+func (p *Positions) Of(shardID string) (checkpoint.Checkpoint, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
 	return cp, ok
 }
 
-// endSaved reports whether a shard's end is durable.
-func (p *positions) endSaved(shardID string) bool {
+// EndSaved reports whether a shard's end is durable.
+func (p *Positions) EndSaved(shardID string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.endsSaved[shardID]
 }
 
-// pin gives every shard of shards without a checkpoint one that starts at
+// Pin gives every shard of shards without a checkpoint one that starts at
 // start, and returns those it pinned.
-func (p *positions) pin(shards []shardInfo, start checkpoint.Start) (pinned []shardInfo) {
+func (p *Positions) Pin(shards []Shard, start checkpoint.Start) (pinned []Shard) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, sh := range shards {
-		if _, ok := p.state.Shards[sh.id]; !ok {
-			p.state.Shards[sh.id] = checkpoint.Checkpoint{Start: start, ShardStart: sh.startSeq}
+		if _, ok := p.state.Shards[sh.ID]; !ok {
+			p.state.Shards[sh.ID] = checkpoint.Checkpoint{Start: start, ShardStart: sh.StartSeq}
 			pinned = append(pinned, sh)
 		}
 	}
@@ -89,31 +90,31 @@ func (p *positions) pin(shards []shardInfo, start checkpoint.Start) (pinned []sh
 	return pinned
 }
 
-// reused returns a shard of listed whose id has a checkpoint of a shard that
+// Reused returns a shard of listed whose id has a checkpoint of a shard that
 // started at another sequence number: the stream was created again.
-func (p *positions) reused(listed map[string]shardInfo) (id, now, was string, ok bool) {
+func (p *Positions) Reused(listed map[string]Shard) (id, now, was string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, cp := range p.state.Shards {
-		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.startSeq != "" && cp.ShardStart != sh.startSeq {
-			return id, sh.startSeq, cp.ShardStart, true
+		if sh, ok := listed[id]; ok && cp.ShardStart != "" && sh.StartSeq != "" && cp.ShardStart != sh.StartSeq {
+			return id, sh.StartSeq, cp.ShardStart, true
 		}
 	}
 	return "", "", "", false
 }
 
-// prune brings the checkpoints in line with a listing: a listed shard gets
+// Prune brings the checkpoints in line with a listing: a listed shard gets
 // its starting sequence number if its checkpoint lacks it, and the
 // checkpoint of a shard not listed (gone past the retention period) is
 // dropped. It returns the dropped shards, split by whether they had been
 // read to their end.
-func (p *positions) prune(listed map[string]shardInfo) (unfinished, finished []string) {
+func (p *Positions) Prune(listed map[string]Shard) (unfinished, finished []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, cp := range p.state.Shards {
 		if sh, ok := listed[id]; ok {
-			if cp.ShardStart == "" && sh.startSeq != "" {
-				cp.ShardStart = sh.startSeq
+			if cp.ShardStart == "" && sh.StartSeq != "" {
+				cp.ShardStart = sh.StartSeq
 				p.state.Shards[id] = cp
 				p.dirty = true
 			}
@@ -131,9 +132,9 @@ func (p *positions) prune(listed map[string]shardInfo) (unfinished, finished []s
 	return unfinished, finished
 }
 
-// reset drops every checkpoint and starts a new epoch: the stream is a new
+// Reset drops every checkpoint and starts a new epoch: the stream is a new
 // one, created at created, under an old name.
-func (p *positions) reset(created time.Time) {
+func (p *Positions) Reset(created time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.state.Shards = map[string]checkpoint.Checkpoint{}
@@ -143,10 +144,10 @@ func (p *positions) reset(created time.Time) {
 	p.dirty = true
 }
 
-// setPosition records a new acknowledged position of a shard. A reader of
+// SetPosition records a new acknowledged position of a shard. A reader of
 // an older epoch, or of a shard forgotten since, changes nothing; a
 // position never moves back.
-func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch int) {
+func (p *Positions) SetPosition(shardID string, pos checkpoint.Position, epoch int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
@@ -158,10 +159,10 @@ func (p *positions) setPosition(shardID string, pos checkpoint.Position, epoch i
 	p.dirty = true
 }
 
-// setEnded records that a shard was read to its end (after last, when
+// SetEnded records that a shard was read to its end (after last, when
 // set); it reports whether it did (a reader of an older epoch does not).
 // The end counts for the children once it is saved (see saved).
-func (p *positions) setEnded(shardID string, last *checkpoint.Position, epoch int) bool {
+func (p *Positions) SetEnded(shardID string, last *checkpoint.Position, epoch int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cp, ok := p.state.Shards[shardID]
@@ -177,9 +178,9 @@ func (p *positions) setEnded(shardID string, last *checkpoint.Position, epoch in
 	return true
 }
 
-// set records a shard's checkpoint as the store has it now (another
+// Set records a shard's checkpoint as the store has it now (another
 // instance's, or a lease just taken). An end in it is durable.
-func (p *positions) set(shardID string, cp checkpoint.Checkpoint) {
+func (p *Positions) Set(shardID string, cp checkpoint.Checkpoint) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.state.Shards[shardID] = cp
@@ -192,7 +193,7 @@ func (p *positions) set(shardID string, cp checkpoint.Checkpoint) {
 
 // snapshot returns the state to save, if anything changed since the last
 // snapshot, with its epoch; the state counts as saved until failed.
-func (p *positions) snapshot() (checkpoint.Stream, int, bool) {
+func (p *Positions) snapshot() (checkpoint.Stream, int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.dirty {
@@ -205,14 +206,14 @@ func (p *positions) snapshot() (checkpoint.Stream, int, bool) {
 }
 
 // failed records that saving a snapshot failed: the next commit saves again.
-func (p *positions) failed() {
+func (p *Positions) failed() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.dirty = true
 }
 
 // saved records that a snapshot of epoch is durable: its ends count.
-func (p *positions) saved(snap checkpoint.Stream, epoch int) {
+func (p *Positions) saved(snap checkpoint.Stream, epoch int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if epoch != p.epoch {
@@ -225,22 +226,22 @@ func (p *positions) saved(snap checkpoint.Stream, epoch int) {
 	}
 }
 
-// learn takes in a known shard's checkpoint as another instance stored it;
+// Learn takes in a known shard's checkpoint as another instance stored it;
 // one of a shard of another stream under the same id (deleted and created
 // again, by one side or the other) is left to discovery.
-func (p *positions) learn(shardID string, cp checkpoint.Checkpoint) {
+func (p *Positions) Learn(shardID string, cp checkpoint.Checkpoint) {
 	p.mu.Lock()
 	known, ok := p.state.Shards[shardID]
 	p.mu.Unlock()
 	if !ok || (known.ShardStart != "" && cp.ShardStart != "" && known.ShardStart != cp.ShardStart) {
 		return
 	}
-	p.set(shardID, cp)
+	p.Set(shardID, cp)
 }
 
-// adopt takes in the checkpoints of shards it does not know yet: another
+// Adopt takes in the checkpoints of shards it does not know yet: another
 // instance pinned them.
-func (p *positions) adopt(shards map[string]checkpoint.Checkpoint) {
+func (p *Positions) Adopt(shards map[string]checkpoint.Checkpoint) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, cp := range shards {
@@ -254,8 +255,8 @@ func (p *positions) adopt(shards map[string]checkpoint.Checkpoint) {
 	}
 }
 
-// unended is the number of shards not read to their end.
-func (p *positions) unended() int {
+// Unended is the number of shards not read to their end.
+func (p *Positions) Unended() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0

@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"context"
@@ -14,28 +14,28 @@ import (
 // held lease whose checkpoint moved, that is due for renewal or being
 // handed over, and renews this instance's presence. A write whose lease
 // was taken stops the shard's reader at once.
-func (c *leaseCoordinator) commit(ctx context.Context) error {
+func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	now := time.Now()
 	for _, id := range c.book.fence(now) {
-		c.st.log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.name, id, c.period)
+		c.st.Log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.Name, id, c.period)
 	}
 	ws := c.book.due(now)
 	errs := []error{c.writeAll(ctx, ws)}
 	if took := time.Since(now); len(ws) > 0 && took > c.period/3 {
-		c.st.log.Warnf("stream %s: writing %d leases took %v, more than a third of lease_period (%v): leases may lapse and their shards stop; raise checkpoint.dynamodb.lease_period, or run more instances", c.st.name, len(ws), took.Round(time.Millisecond), c.period)
+		c.st.Log.Warnf("stream %s: writing %d leases took %v, more than a third of lease_period (%v): leases may lapse and their shards stop; raise checkpoint.dynamodb.lease_period, or run more instances", c.st.Name, len(ws), took.Round(time.Millisecond), c.period)
 	}
 	if now.Sub(c.beat) >= c.period/3 {
 		errs = append(errs, c.heartbeat(ctx, now))
 	}
-	c.st.metrics.sinceRenewal.Set(c.book.oldestRenewal(time.Now()).Milliseconds(), c.st.name)
+	c.st.Metrics.SinceRenewal.Set(c.book.oldestRenewal(time.Now()).Milliseconds(), c.st.Name)
 	if err := errors.Join(errs...); err != nil {
-		c.st.metrics.commitFailures.Incr(1, c.st.name)
-		return fmt.Errorf("stream %s: lease table: %w", c.st.name, err)
+		c.st.Metrics.CommitFailures.Incr(1, c.st.Name)
+		return fmt.Errorf("stream %s: lease table: %w", c.st.Name, err)
 	}
 	if len(ws) > 0 {
-		c.st.metrics.commits.Incr(1, c.st.name)
+		c.st.Metrics.Commits.Incr(1, c.st.Name)
 	}
 	return nil
 }
@@ -46,11 +46,11 @@ func (c *leaseCoordinator) commit(ctx context.Context) error {
 func (c *leaseCoordinator) heartbeat(ctx context.Context, now time.Time) error {
 	hctx, cancel := context.WithTimeout(ctx, c.period/3)
 	defer cancel()
-	err := c.table.Heartbeat(hctx, c.st.arn, c.me, c.nonce, false)
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, false)
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		if !c.impostor.Swap(true) {
 			c.book.dropAll(errLeaseLost)
-			c.st.log.Errorf("stream %s: another process started with instance_id %q and took over its presence in the lease table %s: this one stopped reading the stream; give every instance its own checkpoint.dynamodb.instance_id (or leave it empty) and restart it", c.st.name, c.me, c.table.Name())
+			c.st.Log.Errorf("stream %s: another process started with instance_id %q and took over its presence in the lease table %s: this one stopped reading the stream; give every instance its own checkpoint.dynamodb.instance_id (or leave it empty) and restart it", c.st.Name, c.me, c.table.Name())
 		}
 		return err
 	}
@@ -89,7 +89,7 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 		wg.Wait()
 		ws = next
 	}
-	c.st.metrics.ownedShards.Set(int64(c.book.count()), c.st.name)
+	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return errors.Join(errs...)
 }
 
@@ -100,7 +100,7 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite, error) {
 	sent := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, c.period/3)
-	it, err := c.table.Hold(wctx, c.st.arn, w.shard(), c.me, w.counter, w.w)
+	it, err := c.table.Hold(wctx, c.st.ARN, w.shard(), c.me, w.counter, w.w)
 	cancel()
 	if err != nil {
 		return nil, c.writeFailed(ctx, w, err)
@@ -108,11 +108,11 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 	c.book.wrote(w, it, sent)
 	if w.w.Release {
 		if w.cp.Ended {
-			c.pos.set(w.shard(), w.cp) // the end is durable: the children may be read
+			c.pos.Set(w.shard(), w.cp) // the end is durable: the children may be read
 		}
 		if w.w.HandOver != "" {
-			c.st.metrics.leasesHandedOver.Incr(1, c.st.name)
-			c.st.log.Infof("stream %s shard %s: handed its lease over to %s after its last checkpoint", c.st.name, w.shard(), w.w.HandOver)
+			c.st.Metrics.LeasesHandedOver.Incr(1, c.st.Name)
+			c.st.Log.Infof("stream %s shard %s: handed its lease over to %s after its last checkpoint", c.st.Name, w.shard(), w.w.HandOver)
 		}
 		return nil, nil
 	}
@@ -156,13 +156,13 @@ func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err er
 		return nil
 	case !errors.Is(err, lease.ErrLost):
 		c.book.uncertain(w)
-		c.st.metrics.renewalFailures.Incr(1, c.st.name)
+		c.st.Metrics.RenewalFailures.Incr(1, c.st.Name)
 		return err
 	}
 	if c.book.isUncertain(w) {
-		it, found, gerr := c.table.Get(ctx, c.st.arn, w.shard())
+		it, found, gerr := c.table.Get(ctx, c.st.ARN, w.shard())
 		if gerr != nil {
-			c.st.metrics.renewalFailures.Incr(1, c.st.name)
+			c.st.Metrics.RenewalFailures.Incr(1, c.st.Name)
 			return gerr
 		}
 		if found && it.Owner == c.me {
@@ -171,8 +171,8 @@ func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err er
 		}
 	}
 	if c.book.lose(w) {
-		c.st.metrics.leasesLost.Incr(1, c.st.name)
-		c.st.log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it; acknowledgements still to come no longer move its checkpoint", c.st.name, w.shard())
+		c.st.Metrics.LeasesLost.Incr(1, c.st.Name)
+		c.st.Log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it; acknowledgements still to come no longer move its checkpoint", c.st.Name, w.shard())
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err er
 // stop, after which other instances take the shards and read on exactly
 // after the last acknowledged record, and no lease is left in this
 // instance's name. Everything runs leaseWriters at a time.
-func (c *leaseCoordinator) release(ctx context.Context) error {
+func (c *leaseCoordinator) Release(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	var mu sync.Mutex
@@ -216,7 +216,7 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 	// A handover to this instance either lands before its ask is withdrawn
 	// (and is freed below) or fails (the holder keeps the lease).
 	for pass := 0; pass < 2; pass++ {
-		sc, err := c.table.ScanConsistent(ctx, c.st.arn)
+		sc, err := c.table.ScanConsistent(ctx, c.st.ARN)
 		if err != nil {
 			fail(err)
 			break
@@ -236,7 +236,7 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 		})
 	}
 	if !c.impostor.Load() {
-		if err := c.table.Leave(ctx, c.st.arn, c.me); err != nil {
+		if err := c.table.Leave(ctx, c.st.ARN, c.me); err != nil {
 			fail(err)
 		}
 	}
@@ -247,22 +247,22 @@ func (c *leaseCoordinator) release(ctx context.Context) error {
 // earlier write of this instance that failed without an answer is read
 // back; a lease someone else took is no error.
 func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Write) error {
-	_, err := c.table.Hold(ctx, c.st.arn, it.ShardID, c.me, it.Counter, w)
+	_, err := c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, it.Counter, w)
 	if errors.Is(err, lease.ErrLost) {
-		now, found, gerr := c.table.Get(ctx, c.st.arn, it.ShardID)
+		now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID)
 		if gerr != nil {
 			return gerr
 		}
 		if !found || now.Owner != c.me {
 			return nil
 		}
-		_, err = c.table.Hold(ctx, c.st.arn, it.ShardID, c.me, now.Counter, w)
+		_, err = c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, now.Counter, w)
 	}
 	if errors.Is(err, lease.ErrLost) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("stream %s shard %s: releasing its lease: %w", c.st.name, it.ShardID, err)
+		return fmt.Errorf("stream %s shard %s: releasing its lease: %w", c.st.Name, it.ShardID, err)
 	}
 	return nil
 }

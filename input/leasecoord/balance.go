@@ -1,4 +1,4 @@
-package input
+package leasecoord
 
 import (
 	"cmp"

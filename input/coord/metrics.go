@@ -1,0 +1,32 @@
+package coord
+
+import "github.com/redpanda-data/benthos/v4/public/service"
+
+// Metrics are the series a coordinator keeps, labelled by stream.
+type Metrics struct {
+	Commits        *service.MetricCounter
+	CommitFailures *service.MetricCounter
+	OwnedShards    *service.MetricGauge
+
+	LeasesTaken      *service.MetricCounter // free or expired leases taken
+	LeasesStolen     *service.MetricCounter // leases asked of a live holder and received
+	LeasesLost       *service.MetricCounter // held leases found taken by another instance
+	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
+	RenewalFailures  *service.MetricCounter // lease writes that failed (not lost)
+	SinceRenewal     *service.MetricGauge   // ms since the oldest held lease was last renewed
+}
+
+// NewMetrics registers the series with m.
+func NewMetrics(m *service.Metrics) *Metrics {
+	return &Metrics{
+		Commits:          m.NewCounter("kinesis_checkpoint_commits", "stream"),
+		CommitFailures:   m.NewCounter("kinesis_checkpoint_failures", "stream"),
+		OwnedShards:      m.NewGauge("kinesis_owned_shards", "stream"),
+		LeasesTaken:      m.NewCounter("kinesis_leases_taken", "stream"),
+		LeasesStolen:     m.NewCounter("kinesis_leases_stolen", "stream"),
+		LeasesLost:       m.NewCounter("kinesis_leases_lost", "stream"),
+		LeasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
+		RenewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
+		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
+	}
+}

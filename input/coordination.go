@@ -1,0 +1,90 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/input/leasecoord"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+)
+
+// coordinationConfig is the parsed checkpoint configuration: the local
+// store's (fileConfig) or the lease table's (leaseConfig).
+type coordinationConfig interface {
+	// check refuses at start what can never serve (an unusable directory,
+	// a missing table), rather than Connect retrying it for ever.
+	check(conf config) error
+	// open opens the store or the table.
+	open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error)
+}
+
+// errNotHandedOut resolves a tracked batch that never reached the pipeline
+// (its reader stopped while it waited): like a rejection, the checkpoint
+// stays before it, and nobody waits for its acknowledgement.
+var errNotHandedOut = errors.New("the batch was never handed to the pipeline")
+
+// errLapsed stops a reader whose grant lapsed: not renewed for a lease
+// period (the process was paused, or the table is unreachable), so another
+// instance may read the shard now.
+var errLapsed = errors.New("the shard's lease was not renewed within lease_period")
+
+// fileConfig is checkpoint.dir: one instance, its checkpoints in a file.
+type fileConfig struct{ Dir string }
+
+func (f fileConfig) check(conf config) error {
+	// A directory that can never serve stops the binary at start with its
+	// message, rather than Connect retrying it for ever.
+	if err := checkpoint.CheckDir(f.Dir); err != nil {
+		return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+	}
+	var streams []string
+	for _, ref := range conf.Streams {
+		streams = append(streams, ref.String())
+	}
+	if err := checkpoint.CheckLocks(f.Dir, streams); err != nil {
+		return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+	}
+	return nil
+}
+
+func (f fileConfig) open(context.Context, aws.Config, *service.Logger) (coord.Coordination, error) {
+	store, err := checkpoint.OpenFile(f.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+	}
+	return coord.NewLocal(store), nil
+}
+
+// check stops the binary at start when the lease table cannot serve
+// whatever happens next (access denied, missing with create off, another
+// kind of table), rather than Connect retrying it for ever. What it cannot
+// tell within a few seconds is left to Connect.
+func (l *leaseConfig) check(conf config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg, err := awsclient.Load(ctx, conf.settings())
+	if err != nil {
+		return nil // Connect says why, and retries
+	}
+	if err := lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create); err != nil {
+		return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+	}
+	return nil
+}
+
+func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
+	t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+	if err != nil {
+		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
+	}
+	log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit}), nil
+}
