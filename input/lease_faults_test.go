@@ -74,14 +74,23 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 
 				// The old stream: every instance reads some of it.
 				old := fakeProducePerShard(t, srv, "orders", "old", 50, 4)
-				waitUntil(t, 30*time.Second, func() bool {
+				if !eventually(30*time.Second, func() bool {
 					for _, o := range outs {
 						if o.Count() == 0 {
 							return false
 						}
 					}
 					return allDelivered(all.All(), old)
-				})
+				}) {
+					perShard := map[string]int{}
+					for _, m := range all.All() {
+						perShard[m.Shard]++
+					}
+					for i, o := range outs {
+						t.Logf("i%d delivered %d", i, o.Count())
+					}
+					t.Fatalf("the old stream was not read within 30 s: delivered per shard %v (of 50 each), owners %v", perShard, owners(t, d, table))
+				}
 
 				before := all.Count()
 				recreate(t, srv, "orders", 4)
