@@ -71,9 +71,9 @@ type kinesisInput struct {
 	connected bool
 	coord     coord.Coordination // the checkpoint file or the lease table; set by Connect
 	streams   []*streamReader
-	// seen is when each stream (by name) was first seen, kept across
+	// seenAt is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
-	seen map[string]time.Time
+	seenAt map[string]time.Time
 
 	// deregisterTimeout bounds each DeregisterStreamConsumer call of Close
 	// (efo.deregister_on_close): Benthos closes with a context that never
@@ -186,7 +186,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
 		c := in.conf.EFO.ConsumerARNs[ref.Name]
 		s.arn = c.StreamARN
-		s.seen = in.firstSeen(ref.Name, at)
+		s.firstSeen = in.firstSeen(ref.Name, at)
 		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
 		return s, nil
 	}
@@ -198,7 +198,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		return nil, err
 	}
 	s.arn, s.created = desc.ARN, desc.Created
-	s.seen = in.firstSeen(ref.Name, at)
+	s.firstSeen = in.firstSeen(ref.Name, at)
 	if in.conf.Reader == readerPolling {
 		s.pub = polling.New(client, s.arn, polling.Options{
 			Interval: in.conf.PollingInterval,
@@ -260,13 +260,13 @@ func (in *kinesisInput) dropClaim(ctx context.Context, s *streamReader, name str
 // firstSeen returns when the stream was first seen: at, unless an earlier
 // Connect attempt saw it first.
 func (in *kinesisInput) firstSeen(name string, at time.Time) time.Time {
-	if in.seen == nil {
-		in.seen = map[string]time.Time{}
+	if in.seenAt == nil {
+		in.seenAt = map[string]time.Time{}
 	}
-	if first, ok := in.seen[name]; ok {
+	if first, ok := in.seenAt[name]; ok {
 		return first
 	}
-	in.seen[name] = at
+	in.seenAt[name] = at
 	return at
 }
 

@@ -28,10 +28,10 @@ type streamReader struct {
 	// deregister is the consumer ARN to deregister at a clean close
 	// (efo.deregister_on_close), or empty.
 	deregister string
-	// seen is when the input first saw the stream (described it, or with
+	// firstSeen is when the input first saw the stream (described it, or with
 	// registration none started on it): start_from latest is pinned to it,
 	// so records written while the first shard listing is retried are read.
-	seen time.Time
+	firstSeen time.Time
 	// describe describes the stream again, for the creation time of a stream
 	// found deleted and created again; nil with registration none.
 	describe func(context.Context) (awsclient.Stream, error)
@@ -119,8 +119,8 @@ type shardEvent struct {
 
 // load reads the stored checkpoints through the input's coordination.
 func (s *streamReader) load(ctx context.Context) error {
-	if s.seen.IsZero() {
-		s.seen = time.Now()
+	if s.firstSeen.IsZero() {
+		s.firstSeen = time.Now()
 	}
 	s.pos = coord.NewPositions(checkpoint.Stream{})
 	s.coord = s.in.coord.Stream(coord.Stream{
@@ -147,7 +147,7 @@ func (s *streamReader) firstStartFor(recreated bool) checkpoint.Start {
 	switch s.in.conf.StartFrom {
 	case startLatest:
 		if !recreated {
-			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.seen})
+			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.firstSeen})
 		}
 	case startAtTimestamp:
 		return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
@@ -215,8 +215,8 @@ func (s *streamReader) readable(shardID string) bool {
 // the old stream: its children are none of the new stream's business.
 func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
 	delete(s.running, ev.shardID)
-	if ev.ended && ev.epoch == s.pos.Current() {
-		s.adopt(ctx, ev.children)
+	if ev.ended && ev.epoch == s.pos.Epoch() {
+		s.learnChildren(ctx, ev.children)
 	}
 }
 
@@ -307,11 +307,11 @@ func (s *streamReader) reset(ctx context.Context) error {
 	return nil
 }
 
-// adopt records child shards learnt at the end of a parent, so that they are
+// learnChildren records child shards learnt at the end of a parent, so that they are
 // read without waiting for the next discovery. A child with a parent not known
 // yet (a merge whose other parent appeared after the last discovery) asks for
 // a discovery at once: until one lists it, the child waits.
-func (s *streamReader) adopt(ctx context.Context, children []shardInfo) {
+func (s *streamReader) learnChildren(ctx context.Context, children []shardInfo) {
 	var learnt []shardInfo
 	for _, c := range children {
 		if _, ok := s.shards[c.id]; !ok {
@@ -354,7 +354,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil || s.unpinned {
 		return
 	}
-	epoch := s.pos.Current()
+	epoch := s.pos.Epoch()
 	for id, sh := range s.shards {
 		if _, ok := s.running[id]; ok {
 			continue

@@ -215,7 +215,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	}
 	// The same event of the current state is adopted.
 	s.running["shardId-000000000000"] = func(error) {}
-	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.Current(), ended: true, children: []shardInfo{child}})
+	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.Epoch(), ended: true, children: []shardInfo{child}})
 	if _, ok := s.pos.Of(child.id); !ok {
 		t.Fatal("a child reported by a current reader was not pinned")
 	}

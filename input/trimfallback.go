@@ -15,8 +15,8 @@ import (
 // can neither repeat a record nor skip one that still exists.
 type trimFallback struct {
 	from shard.Start // the refused start: AtSequence or AfterSequence
-	// seen is set once the fallback has seen its first record.
-	seen bool
+	// started is set once the fallback has seen its first record.
+	started bool
 }
 
 // isSequenceStart reports whether a start names a sequence number, the only
@@ -35,8 +35,8 @@ func (f *trimFallback) filter(recs []types.Record) (kept []types.Record, expired
 	if len(recs) == 0 {
 		return recs, false
 	}
-	if !f.seen {
-		f.seen = true
+	if !f.started {
+		f.started = true
 		expired = shard.CompareSequence(aws.ToString(recs[0].SequenceNumber), f.from.Sequence) > 0
 	}
 	i := 0

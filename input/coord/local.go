@@ -89,7 +89,7 @@ func (c *localCoordinator) Acquire(shardID string, _ context.CancelCauseFunc) (G
 	if !ok {
 		return nil, false
 	}
-	return &localGrant{c: c, shard: shardID, epoch: c.pos.Current(), cp: cp}, true
+	return &localGrant{c: c, shard: shardID, epoch: c.pos.Epoch(), cp: cp}, true
 }
 
 // commit saves the checkpoints if anything changed.
@@ -147,7 +147,7 @@ func (g *localGrant) Until() time.Time { return Never }
 // stream was reset since: the old stream's records do not hold the new
 // one's readers.
 func (g *localGrant) Stopped(ctx context.Context, settled func(context.Context) error) {
-	if g.epoch == g.c.pos.Current() {
+	if g.epoch == g.c.pos.Epoch() {
 		settled(ctx)
 	}
 }

@@ -51,8 +51,8 @@ func (p *Positions) Replace(st checkpoint.Stream) {
 	}
 }
 
-// Current returns the epoch of the state.
-func (p *Positions) Current() int {
+// Epoch returns the epoch of the state.
+func (p *Positions) Epoch() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch

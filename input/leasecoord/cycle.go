@@ -42,7 +42,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	var adopt []lease.Shard
 	var handovers []leaseWrite
 	for _, it := range sc.Shards {
-		if c.book.seen(it, c.me) {
+		if c.book.scanned(it, c.me) {
 			c.st.Metrics.LeasesLost.Incr(1, c.st.Name)
 			c.st.Log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.Name, it.ShardID)
 		}

@@ -129,8 +129,8 @@ func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.Canc
 	return g, true
 }
 
-// current reports whether g reads its lease now. Must hold b.mu.
-func (b *leaseBook) current(g *leaseGrant) bool {
+// reads reports whether g reads its lease now. Must hold b.mu.
+func (b *leaseBook) reads(g *leaseGrant) bool {
 	return b.held[g.h.shard] == g.h && g.h.reader == g
 }
 
@@ -142,7 +142,7 @@ func (b *leaseBook) current(g *leaseGrant) bool {
 func (b *leaseBook) ack(g *leaseGrant, pos checkpoint.Position) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(g) {
+	if !b.reads(g) {
 		return
 	}
 	if cp := g.h.cp.Position; cp == nil || cp.Less(pos) {
@@ -156,7 +156,7 @@ func (b *leaseBook) ack(g *leaseGrant, pos checkpoint.Position) {
 func (b *leaseBook) until(g *leaseGrant) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(g) || g.h.state != leaseHeld {
+	if !b.reads(g) || g.h.state != leaseHeld {
 		return time.Time{}
 	}
 	return g.h.renewed.Add(b.period)
@@ -167,7 +167,7 @@ func (b *leaseBook) until(g *leaseGrant) time.Time {
 func (b *leaseBook) readerState(g *leaseGrant) (current, handingOver bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.current(g), b.current(g) && g.h.state == leaseHandingOver
+	return b.reads(g), b.reads(g) && g.h.state == leaseHandingOver
 }
 
 // readerStopped detaches g's reader, stopped and settled: the lease may be
@@ -176,7 +176,7 @@ func (b *leaseBook) readerState(g *leaseGrant) (current, handingOver bool) {
 func (b *leaseBook) readerStopped(g *leaseGrant) (leaseWrite, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(g) {
+	if !b.reads(g) {
 		return leaseWrite{}, false
 	}
 	g.h.reader = nil
@@ -192,7 +192,7 @@ func (b *leaseBook) readerStopped(g *leaseGrant) (leaseWrite, bool) {
 func (b *leaseBook) ending(g *leaseGrant, last *checkpoint.Position) (leaseWrite, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.current(g) || g.h.state != leaseHeld {
+	if !b.reads(g) || g.h.state != leaseHeld {
 		return leaseWrite{}, false
 	}
 	h := g.h
@@ -381,11 +381,11 @@ func (b *leaseBook) lose(w leaseWrite) bool {
 	return true
 }
 
-// seen takes in a scanned item: a lease this instance holds whose item
+// scanned takes in a scanned item: a lease this instance holds whose item
 // another instance wrote since (another owner, or none, at a higher
 // counter: counters only rise) was taken, and is lost. A scan may be
 // older than this instance's last write, never newer than another's take.
-func (b *leaseBook) seen(it lease.Shard, me string) (lost bool) {
+func (b *leaseBook) scanned(it lease.Shard, me string) (lost bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[it.ShardID]
