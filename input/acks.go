@@ -284,32 +284,24 @@ func (t *ackTracker) Frozen() bool {
 // position is final. It never returns nil on a frozen tracker (the nacked
 // record must be read again), only when ctx ends.
 func (t *ackTracker) Drained(ctx context.Context) error {
-	for {
-		t.mu.Lock()
-		done := t.pending == 0 && !t.frozen
-		changed := t.changed
-		t.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		}
-	}
+	return t.await(ctx, func() bool { return t.pending == 0 && !t.frozen })
 }
 
 // Settled waits until no tracked batch waits for its acknowledgement: each
 // was acknowledged, rejected, or never handed out (errNotHandedOut). Unlike
 // Drained it returns on a frozen tracker: nothing more can come.
 func (t *ackTracker) Settled(ctx context.Context) error {
+	return t.await(ctx, func() bool { return t.pending == 0 })
+}
+
+// await waits until done, checked under t.mu at every change, or ctx ends.
+func (t *ackTracker) await(ctx context.Context, done func() bool) error {
 	for {
 		t.mu.Lock()
-		done := t.pending == 0
+		ok := done()
 		changed := t.changed
 		t.mu.Unlock()
-		if done {
+		if ok {
 			return nil
 		}
 		select {

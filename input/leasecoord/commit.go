@@ -67,26 +67,17 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 	for len(ws) > 0 {
 		var mu sync.Mutex
 		var next []leaseWrite
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, leaseWriters)
-		for _, w := range ws {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				then, err := c.write(ctx, w)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				if then != nil {
-					next = append(next, *then)
-				}
-			}()
-		}
-		wg.Wait()
+		parallel(len(ws), func(i int) {
+			then, err := c.write(ctx, ws[i])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if then != nil {
+				next = append(next, *then)
+			}
+		})
 		ws = next
 	}
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
@@ -193,22 +184,8 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	each := func(n int, do func(i int)) {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, leaseWriters)
-		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				do(i)
-			}()
-		}
-		wg.Wait()
-	}
 	ws := c.book.releaseAll()
-	each(len(ws), func(i int) {
+	parallel(len(ws), func(i int) {
 		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, ws[i].w); err != nil {
 			fail(err)
 		}
@@ -221,7 +198,7 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 			fail(err)
 			break
 		}
-		each(len(sc.Shards), func(i int) {
+		parallel(len(sc.Shards), func(i int) {
 			it := sc.Shards[i]
 			switch {
 			case it.Owner == c.me:
@@ -265,4 +242,21 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 		return fmt.Errorf("stream %s shard %s: releasing its lease: %w", c.st.Name, it.ShardID, err)
 	}
 	return nil
+}
+
+// parallel calls do for 0 to n-1, leaseWriters at a time, and returns once
+// every call returned.
+func parallel(n int, do func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, leaseWriters)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			do(i)
+		}()
+	}
+	wg.Wait()
 }

@@ -280,22 +280,14 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents})
 	}
 	results := make([]result, len(todo))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, leaseWriters)
-	for i, want := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			got, err := c.table.Create(ctx, want)
-			if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
-				got, err = want, c.table.Replace(ctx, want, got.Checkpoint.ShardStart)
-			}
-			results[i] = result{want.ShardID, got, err}
-		}()
-	}
-	wg.Wait()
+	parallel(len(todo), func(i int) {
+		want := todo[i]
+		got, err := c.table.Create(ctx, want)
+		if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
+			got, err = want, c.table.Replace(ctx, want, got.Checkpoint.ShardStart)
+		}
+		results[i] = result{want.ShardID, got, err}
+	})
 	var errs []error
 	for _, r := range results {
 		if r.err != nil {
