@@ -56,7 +56,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			// a lease taken starts at its item's checkpoint.
 			c.pos.Learn(it.ShardID, it.Checkpoint)
 		}
-		if it.Checkpoint.Ended || !readable(it.ShardID) {
+		if it.Checkpoint.Ended || !readable(it.ShardID) || !c.sameShard(it) {
 			continue
 		}
 		items[it.ShardID] = it
@@ -104,6 +104,19 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return c.view.nextCycle(time.Now())
+}
+
+// sameShard reports whether an item is of the shard this instance knows
+// under its id. One of a shard that starts elsewhere is of a stream deleted
+// and created again, which this instance has not found yet (or of the one
+// before, not replaced yet): it is neither taken nor read until discovery
+// has sorted the stream out, or an instance that reads the old stream's
+// shards would read a new one's and then, finding the recreate, drop its
+// lease and let the records it handed out since its last checkpoint be read
+// again.
+func (c *leaseCoordinator) sameShard(it lease.Shard) bool {
+	known, ok := c.pos.Of(it.ShardID)
+	return ok && (known.ShardStart == "" || it.Checkpoint.ShardStart == "" || known.ShardStart == it.Checkpoint.ShardStart)
 }
 
 // take takes a lease as scanned; it reports whether it did. Another

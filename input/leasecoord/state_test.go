@@ -401,3 +401,25 @@ func TestLeaseDeleteOfAGoneShardIsRetried(t *testing.T) {
 		t.Fatal("the item of a finished shard gone past the retention period was not deleted after a failed delete")
 	}
 }
+
+// TestLeaseOfAnotherStreamUnderTheSameIDIsNotTaken: another instance found
+// the stream deleted and created again and replaced the shard's item (it
+// starts elsewhere now); this instance, which still knows the old stream,
+// does not take it. Before the fix it did, read the new shard, then found
+// the recreate itself, dropped the lease and let the records it had handed
+// out since its last checkpoint be read again.
+func TestLeaseOfAnotherStreamUnderTheSameIDIsNotTaken(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	if err := m.Replace(t.Context(), lease.Shard{Stream: testARN, ShardID: "s0", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, ShardStart: "100"}}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Cycle(t.Context(), everyShard)
+	if n := c.book.count(); n != 0 {
+		t.Fatalf("took %d leases of a stream it has not found created again", n)
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "" {
+		t.Fatalf("item %+v, want free", it)
+	}
+}
