@@ -62,7 +62,8 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 					}
 					inputtest.StartPipelineWith(t, leaseYAML(srv, d, table, fmt.Sprintf("i%d", i), r.yaml+"\nshard_discovery_interval: 1s"), consume, inputtest.Options{})
 				}
-				waitUntil(t, 20*time.Second, func() bool {
+				// Every instance holds a lease when the stream is recreated.
+				everyoneHolds := func() bool {
 					n := spread(owners(t, d, table))
 					for i := range instances {
 						if n[fmt.Sprintf("i%d", i)] == 0 {
@@ -70,18 +71,13 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 						}
 					}
 					return n[""] == 0
-				})
+				}
+				waitUntil(t, 20*time.Second, everyoneHolds)
 
-				// The old stream: every instance reads some of it.
+				// The old stream, read to its tip. (Which instance reads which
+				// shard may still change while the shares settle.)
 				old := fakeProducePerShard(t, srv, "orders", "old", 50, 4)
-				if !eventually(30*time.Second, func() bool {
-					for _, o := range outs {
-						if o.Count() == 0 {
-							return false
-						}
-					}
-					return allDelivered(all.All(), old)
-				}) {
+				if !eventually(30*time.Second, func() bool { return allDelivered(all.All(), old) }) {
 					perShard := map[string]int{}
 					for _, m := range all.All() {
 						perShard[m.Shard]++
@@ -91,6 +87,7 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 					}
 					t.Fatalf("the old stream was not read within 30 s: delivered per shard %v (of 50 each), owners %v", perShard, owners(t, d, table))
 				}
+				waitUntil(t, 20*time.Second, everyoneHolds)
 
 				before := all.Count()
 				recreate(t, srv, "orders", 4)
