@@ -166,19 +166,22 @@ func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
 	return err == nil
 }
 
-// removeDead deletes the worker items of instances known dead, each only
-// while its counter is as seen (an instance that came back keeps its own).
+// removeDead deletes the worker items of instances known dead,
+// leaseWriters at a time, each only while its counter is as seen (an
+// instance that came back keeps its own).
 func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
-	for _, w := range c.view.deadWorkers(now) {
+	dead := c.view.deadWorkers(now)
+	parallel(len(dead), func(i int) {
+		w := dead[i]
 		if err := c.table.RemoveWorker(ctx, c.st.ARN, w.ID, w.Counter); err != nil {
 			if ctx.Err() == nil {
 				c.st.Log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.Name, w.ID, err)
 			}
-			continue
+			return
 		}
 		c.view.forget(w.ID)
 		c.st.Log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.Name, w.ID)
-	}
+	})
 }
 
 func describeCheckpoint(cp checkpoint.Checkpoint) string {
