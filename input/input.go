@@ -47,9 +47,16 @@ func (d delivery) ack(err error) { d.r.ack(d.e, err) }
 // handed out (see withdraw).
 func (d delivery) lapsed(now time.Time) bool { return !now.Before(d.r.g.Until()) }
 
-// withdraw resolves a batch that is not handed out after all: the
-// checkpoint stays before it, and nobody waits for it.
-func (d delivery) withdraw() { d.r.tracker.Ack(d.e, errNotHandedOut) }
+// withdraw resolves a batch that is not handed out after all, and stops
+// its reader: the checkpoint stays before the batch, nobody waits for it,
+// and the next reader of the shard reads it again. (A reader that read on
+// would hand out records the checkpoint can no longer pass, and they would
+// come again after the next move of the lease.)
+func (d delivery) withdraw() {
+	d.r.tracker.Ack(d.e, errNotHandedOut)
+	d.r.stop(errLapsed)
+	d.r.s.in.log.Warnf("stream %s shard %s: a batch of %d records was withheld: the shard's lease lapsed (not renewed within lease_period) before the pipeline took it; the shard is read again from its checkpoint once the lease is renewed", d.r.s.name, d.r.info.id, len(d.batch))
+}
 
 // kinesisInput implements service.BatchInput.
 type kinesisInput struct {

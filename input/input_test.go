@@ -2,7 +2,9 @@ package input
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,12 +75,16 @@ func (testGrant) Stopped(context.Context, func(context.Context) error) {}
 // ready, and Go's select picks either: a batch may reach ReadBatch after
 // its lease lapsed. ReadBatch does not hand it out: it resolves it as never
 // handed out (the checkpoint stays before it, nobody waits for it) and
-// hands out the next batch.
+// hands out the next batch. Before the fix its reader read on behind a
+// checkpoint frozen before the withheld batch, and what it handed out since
+// came again after the lease's next move (115 duplicates in
+// TestLeasesKinesisLocal under load).
 func TestReadBatchWithholdsABatchWhoseLeaseLapsed(t *testing.T) {
 	t.Parallel()
 	in := replayTestInput(false)
 	defer in.cancel()
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{}}
+	var stopped atomic.Value
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{}, stop: func(err error) { stopped.Store(err) }}
 	e := r.tracker.TryTrack(pos(1), 1)
 	go func() {
 		in.out <- delivery{batch: replayTestBatch("lapsed"), r: r, e: e}
@@ -94,5 +100,10 @@ func TestReadBatchWithholdsABatchWhoseLeaseLapsed(t *testing.T) {
 	}
 	if cp := r.tracker.Checkpoint(); cp != nil {
 		t.Fatalf("the checkpoint moved past a batch never handed out: %v", cp)
+	}
+	// Its reader stops: one that read on would hand out records behind a
+	// checkpoint that can no longer pass the withheld batch.
+	if err, _ := stopped.Load().(error); !errors.Is(err, errLapsed) {
+		t.Fatalf("the reader of the withheld batch was stopped with %v, want %v", err, errLapsed)
 	}
 }

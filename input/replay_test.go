@@ -155,7 +155,7 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 // readers by sending on out.
 func replayTestInput(replay bool) *kinesisInput {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kinesisInput{conf: config{ReplayNacks: replay}, ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays()}
+	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays()}
 }
 
 func replayTestBatch(data string) service.MessageBatch {
@@ -165,7 +165,7 @@ func replayTestBatch(data string) service.MessageBatch {
 // replayTestDelivery is a batch of one message from a shard reader of the
 // grant that never lapses.
 func replayTestDelivery(in *kinesisInput, data string) delivery {
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{lapse: coord.Never}}
+	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{lapse: coord.Never}, stop: func(error) {}}
 	return delivery{batch: replayTestBatch(data), r: r, e: r.tracker.TryTrack(pos(1), 1)}
 }
 

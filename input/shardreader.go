@@ -62,6 +62,8 @@ type shardReader struct {
 
 	// lapse fires when the grant lapses (reused by every emit).
 	lapse *time.Timer
+	// stop stops the reader, with a cause (see delivery.withdraw).
+	stop context.CancelCauseFunc
 
 	// warnBehind is the count of records read past the checkpoint at which
 	// the next warning is due; it doubles with each warning.

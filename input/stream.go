@@ -373,6 +373,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		s.running[id] = cancel
 		r := newShardReader(s, sh, g, epoch)
+		r.stop = cancel
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
