@@ -171,7 +171,7 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 	t.Parallel()
 	const (
-		period = 2 * time.Second
+		period = 3 * time.Second
 		poll   = 200 * time.Millisecond
 		outage = 5 * period / 2
 		slowed = time.Second // per batch while the output is slow
