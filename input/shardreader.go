@@ -454,23 +454,14 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			r.tracker.Ack(e, errNotHandedOut)
 		}
 	}()
-	if r.lapse == nil {
-		r.lapse = time.NewTimer(time.Hour)
-	}
-	defer r.lapse.Stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err // a lost lease stops the reader before anything more goes out
 		}
-		wait := time.Until(r.g.Until())
-		if wait <= 0 {
-			// Not renewed for a lease period (the process was paused, or
-			// the table is unreachable): another instance may read the
-			// shard now.
-			return errLapsed
+		lapsed, err := r.lapsed()
+		if err != nil {
+			return err
 		}
-		r.lapse.Reset(wait)
-		lapsed := r.lapse.C
 		var out chan<- delivery
 		var idle <-chan struct{}
 		if e == nil {
@@ -526,6 +517,28 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			r.watchBehind()
 		}
 	}
+}
+
+// lapsed returns a channel that fires when the reader's grant lapses (nil
+// for a grant that never does: no timer on the local store's hot path), or
+// errLapsed when it has: not renewed for a lease period (the process was
+// paused, or the table is unreachable), so another instance may read the
+// shard now. The timer is the reader's, reused by every emit.
+func (r *shardReader) lapsed() (<-chan time.Time, error) {
+	until := r.g.Until()
+	if until.Equal(coord.Never) {
+		return nil, nil
+	}
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil, errLapsed
+	}
+	if r.lapse == nil {
+		r.lapse = time.NewTimer(wait)
+	} else {
+		r.lapse.Reset(wait)
+	}
+	return r.lapse.C, nil
 }
 
 func (r *shardReader) ack(e *tracked, err error) {

@@ -183,6 +183,11 @@ func (p *Positions) SetEnded(shardID string, last *checkpoint.Position, epoch in
 func (p *Positions) Set(shardID string, cp checkpoint.Checkpoint) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setLocked(shardID, cp)
+}
+
+// setLocked is Set with p.mu held.
+func (p *Positions) setLocked(shardID string, cp checkpoint.Checkpoint) {
 	p.state.Shards[shardID] = cp
 	if cp.Ended {
 		p.endsSaved[shardID] = true
@@ -231,12 +236,12 @@ func (p *Positions) saved(snap checkpoint.Stream, epoch int) {
 // again, by one side or the other) is left to discovery.
 func (p *Positions) Learn(shardID string, cp checkpoint.Checkpoint) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	known, ok := p.state.Shards[shardID]
-	p.mu.Unlock()
 	if !ok || (known.ShardStart != "" && cp.ShardStart != "" && known.ShardStart != cp.ShardStart) {
 		return
 	}
-	p.Set(shardID, cp)
+	p.setLocked(shardID, cp)
 }
 
 // Adopt takes in the checkpoints of shards it does not know yet: another
