@@ -98,14 +98,34 @@ func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *
 	return r
 }
 
+// brokenRepeat is how often a shard left unread for a stored checkpoint
+// that cannot be read from is reported again.
+const brokenRepeat = 5 * time.Minute
+
+// refuse keeps the shard unread until ctx ends: its stored checkpoint
+// cannot be read from (err names the store, the value and the fix).
+// Reading it from anywhere else would skip or repeat records; it is said at
+// ERROR, and again every few minutes, until an operator sets it.
+func (r *shardReader) refuse(ctx context.Context, err error) {
+	t := time.NewTicker(brokenRepeat)
+	defer t.Stop()
+	for {
+		r.s.in.log.Errorf("stream %s shard %s: not read: %v", r.s.name, r.info.id, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // run reads the shard until it ends or ctx ends.
 func (r *shardReader) run(ctx context.Context) shardEvent {
 	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
 	log := r.s.in.log
 	start, err := r.cp.Resume()
-	if err != nil { // load validated every stored start; this is a bug
-		log.Errorf("stream %s shard %s: %v", r.s.name, r.info.id, err)
-		<-ctx.Done()
+	if err != nil {
+		r.refuse(ctx, err)
 		return ev
 	}
 	if !r.s.in.conf.Batching.IsNoop() {

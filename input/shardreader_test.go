@@ -3,6 +3,8 @@ package input
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -149,4 +152,88 @@ func TestAShardReadsOneReadAhead(t *testing.T) {
 	p.StopWhen(t, out, len(want), time.Minute)
 	inputtest.CheckDelivery(t, out.All(), want, true)
 	inputtest.CheckOrder(t, out.All())
+}
+
+// Before, a checkpoint file holding "not-a-number" as one shard's position
+// had the shard's reader retry GetShardIterator for ever on an error naming
+// neither the file nor the fix. Now that shard alone is left unread, with an
+// ERROR naming the file, the value and `checkpoint set`; the other shard is
+// read; and once the shard is set again every record of it arrives once.
+func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
+	t.Parallel()
+	const shard0, shard1 = "shardId-000000000000", "shardId-000000000001"
+	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	arn := srv.StreamARN("orders")
+	path := filepath.Join(dir, "us-east-1.000000000000.orders.json")
+	doc := `{"version": 1, "stream_arn": "` + arn + `", "stream_created": "0001-01-01T00:00:00Z", "shards": {
+  "` + shard0 + `": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "not-a-number"}},
+  "` + shard1 + `": {"start": {"kind": "TRIM_HORIZON"}}}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	produced := fakeProducePerShard(t, srv, "orders", "a", 10, 2)
+	of := func(prefix string) inputtest.Produced {
+		out := inputtest.Produced{}
+		for data, pk := range produced {
+			if strings.HasPrefix(data, prefix) {
+				out[data] = pk
+			}
+		}
+		return out
+	}
+
+	logs := &inputtest.Logs{}
+	metrics := &inputtest.Metrics{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
+	out.WaitFor(t, 10, time.Minute)
+	waitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), "not read") })
+	p.Stop(t)
+	inputtest.CheckDelivery(t, out.All(), of("a-1-"), true)
+	if containsShard(out.All(), shard0) {
+		t.Fatal("records of the shard with the malformed checkpoint were read")
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "not read") {
+			line = l
+		}
+	}
+	for _, want := range []string{"level=ERROR", "shard " + shard0, path, "position.sequence_number", "not-a-number", "benthos-kinesis checkpoint set --dir " + dir} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the log line does not name %q: %s", want, line)
+		}
+	}
+	if strings.Contains(logs.String(), "GetShardIterator") {
+		t.Errorf("the malformed position was sent to the service:\n%s", logs.String())
+	}
+	if n := metrics.Counter("kinesis_broken_checkpoints", "stream", "orders"); n != 1 {
+		t.Errorf("kinesis_broken_checkpoints is %d, want 1", n)
+	}
+	// The stored value is kept for the operator to see, not replaced.
+	if data, _ := os.ReadFile(path); !strings.Contains(string(data), "not-a-number") {
+		t.Fatalf("the malformed position was overwritten:\n%s", data)
+	}
+
+	// What `checkpoint set --shard shard0 --to-trim-horizon` writes.
+	f, err := checkpoint.OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Load(context.Background(), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Shards[shard0] = checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}
+	if err := f.Save(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	out2 := &inputtest.Collector{}
+	p = inputtest.StartPipeline(t, conf, out2)
+	p.StopWhen(t, out2, 10, time.Minute)
+	inputtest.CheckDelivery(t, out2.All(), of("a-0-"), true)
 }

@@ -115,10 +115,22 @@ type Checkpoint struct {
 	// ShardStart is the shard's starting sequence number: a shard id of a
 	// stream deleted and created again starts elsewhere.
 	ShardStart string `json:"shard_starting_sequence_number,omitempty"`
+	// Broken, when set, says why the stored checkpoint cannot be read
+	// from (naming the store, the shard, the value and the fix): the shard
+	// is not read until the checkpoint is set again. It is never stored:
+	// the stored values stay as they were found, for the operator to see.
+	Broken error `json:"-"`
 }
 
-// Resume returns where a reader of the shard starts.
+// Resume returns where a reader of the shard starts: an error for a
+// broken checkpoint or one whose values cannot be read from.
 func (c Checkpoint) Resume() (shard.Start, error) {
+	if c.Broken != nil {
+		return shard.Start{}, c.Broken
+	}
+	if err := c.Validate(); err != nil {
+		return shard.Start{}, err
+	}
 	if c.Position != nil {
 		return c.Position.Resume(), nil
 	}

@@ -177,6 +177,9 @@ func readFile(path, streamARN string) (Stream, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return Stream{}, fmt.Errorf("checkpoint file %q is not a valid checkpoint file (%v): restore it, or delete it to start again from start_from", path, err)
 	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return Stream{}, fmt.Errorf("checkpoint file %q is not a valid checkpoint file (%d bytes of something else after its JSON document, at byte %d): restore it, or delete it to start again from start_from", path, len(data)-int(off), off)
+	}
 	if doc.Version != fileVersion {
 		return Stream{}, fmt.Errorf("checkpoint file %q has format version %d, this build reads version %d", path, doc.Version, fileVersion)
 	}
@@ -185,6 +188,13 @@ func readFile(path, streamARN string) (Stream, error) {
 	}
 	if doc.Shards == nil {
 		doc.Shards = map[string]Checkpoint{}
+	}
+	for id, cp := range doc.Shards {
+		if err := cp.Validate(); err != nil {
+			cp.Broken = fmt.Errorf("checkpoint file %q, shard %s: %w: the shard is not read until its checkpoint is set again: stop the pipeline and run `benthos-kinesis checkpoint set --dir %s --stream %s --shard %s` with --to-trim-horizon, --to-timestamp or --after-sequence",
+				path, id, err, filepath.Dir(path), streamARN, id)
+			doc.Shards[id] = cp
+		}
 	}
 	return doc.Stream, nil
 }

@@ -239,3 +239,81 @@ func TestLockOf(t *testing.T) {
 		}
 	}
 }
+
+// Before, a valid document followed by anything else was read as the
+// document alone: the rest of a half-overwritten or concatenated file was
+// ignored without a word.
+func TestFileRejectsTrailingGarbage(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := OpenFile(dir)
+	defer f.Close()
+	doc := `{"version":1,"stream_arn":"` + testARN + `","stream_created":"0001-01-01T00:00:00Z","shards":{}}`
+	if err := os.WriteFile(f.Path(testARN), []byte(doc+"\n{\"shards\":{}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Load(context.Background(), testARN)
+	if err == nil || !strings.Contains(err.Error(), "after its JSON document") || !strings.Contains(err.Error(), f.Path(testARN)) {
+		t.Fatalf("got %v, want an error naming the file and the bytes after its document", err)
+	}
+	// Trailing white space is no garbage.
+	if err := os.WriteFile(f.Path(testARN), []byte(doc+"\n\n  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Load(context.Background(), testARN); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Before, a shard whose stored position was not a sequence number (or whose
+// start time was the zero time) was handed to the reader as it was, which
+// retried GetShardIterator for ever on an error naming neither the file nor
+// the fix. Now the shard's checkpoint is marked broken, naming the file,
+// the shard, the field, the value and the command that fixes it; the other
+// shards of the file read as before.
+func TestFileMarksMalformedShardBroken(t *testing.T) {
+	good := `"shardId-000000000009": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "49590338271490256608559692538361571095921575989136588898"}}`
+	cases := []struct {
+		name, shard, field, value string
+	}{
+		{"not a number", `{"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "not-a-number"}}`, "position.sequence_number", `"not-a-number"`},
+		{"empty", `{"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": ""}}`, "position.sequence_number", `""`},
+		{"non-digits", `{"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "4959x1"}}`, "position.sequence_number", `"4959x1"`},
+		{"absurd length", `{"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "` + strings.Repeat("9", 1000) + `"}}`, "position.sequence_number", "(1000 characters)"},
+		{"negative sub-sequence", `{"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "4959", "sub_sequence_number": -3}}`, "position.sub_sequence_number", "-3"},
+		{"year 1", `{"start": {"kind": "AT_TIMESTAMP", "timestamp": "0001-01-01T00:00:00Z"}}`, "start.timestamp", "0001-01-01T00:00:00Z"},
+		{"unknown start", `{"start": {"kind": "SOMEWHERE"}}`, "start.kind", `"SOMEWHERE"`},
+		{"bad shard start", `{"start": {"kind": "TRIM_HORIZON"}, "shard_starting_sequence_number": "abc"}`, "shard_starting_sequence_number", `"abc"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, _ := OpenFile(dir)
+			defer f.Close()
+			doc := `{"version":1,"stream_arn":"` + testARN + `","stream_created":"0001-01-01T00:00:00Z","shards":{` +
+				`"shardId-000000000000": ` + tc.shard + `, ` + good + `}}`
+			if err := os.WriteFile(f.Path(testARN), []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st, err := f.Load(context.Background(), testARN)
+			if err != nil {
+				t.Fatalf("a file with one malformed shard is refused whole: %v", err)
+			}
+			if ok := st.Shards["shardId-000000000009"]; ok.Broken != nil {
+				t.Fatalf("the good shard is broken: %v", ok.Broken)
+			}
+			cp := st.Shards["shardId-000000000000"]
+			if cp.Broken == nil {
+				t.Fatalf("shard 0 %+v is not marked broken", cp)
+			}
+			if _, err := cp.Resume(); err == nil {
+				t.Fatal("a broken checkpoint resumes")
+			}
+			msg := cp.Broken.Error()
+			for _, want := range []string{f.Path(testARN), "shard shardId-000000000000", tc.field, tc.value, "expected", "benthos-kinesis checkpoint set --dir " + dir} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not name %q", msg, want)
+				}
+			}
+		})
+	}
+}

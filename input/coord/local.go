@@ -59,11 +59,17 @@ func (c *localCoordinator) Load(ctx context.Context) (FirstPin, error) {
 		st.Shards = map[string]checkpoint.Checkpoint{}
 		recreated = true
 	}
+	broken := 0
 	for id, cp := range st.Shards {
 		if _, err := cp.Resume(); err != nil {
-			return FirstPin{}, fmt.Errorf("checkpoint of stream %s shard %s: %w: restore the checkpoint file, or delete it to start again from start_from", c.st.Name, id, err)
+			if cp.Broken == nil {
+				cp.Broken = fmt.Errorf("checkpoint of stream %s shard %s: %w: restore the checkpoint file, or stop the pipeline and set the shard with `benthos-kinesis checkpoint set --shard %s`", c.st.Name, id, err, id)
+				st.Shards[id] = cp
+			}
+			broken++ // its reader says so, and waits
 		}
 	}
+	c.st.Metrics.BrokenCheckpoints.Set(int64(broken), c.st.Name)
 	st.ARN, st.Created = c.st.ARN, c.st.Created
 	c.pos.Replace(st)
 	return FirstPin{Due: len(st.Shards) == 0, Start: c.st.StartFor(recreated)}, nil

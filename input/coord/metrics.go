@@ -14,6 +14,10 @@ type Metrics struct {
 	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
 	RenewalFailures  *service.MetricCounter // lease writes that failed (not lost)
 	SinceRenewal     *service.MetricGauge   // ms since the oldest held lease was last renewed
+
+	// BrokenCheckpoints is the number of shards not read because what is
+	// stored for them cannot be read from (see checkpoint.Checkpoint.Broken).
+	BrokenCheckpoints *service.MetricGauge
 }
 
 // NewMetrics registers the series with m.
@@ -28,5 +32,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		LeasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
 		RenewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
 		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
+
+		BrokenCheckpoints: m.NewGauge("kinesis_broken_checkpoints", "stream"),
 	}
 }

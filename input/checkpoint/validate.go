@@ -1,0 +1,91 @@
+package checkpoint
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// MaxSequenceDigits is the longest sequence number the Kinesis API accepts
+// (its pattern is 0|([1-9]\d{0,128})).
+const MaxSequenceDigits = 129
+
+// earliestStart is the earliest start time a stored position may hold:
+// Kinesis holds no record older than its launch (November 2013), so a time
+// before 2013 (year 1 is the zero time) is a mangled value, not a place.
+var earliestStart = time.Date(2013, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// FieldError is a stored value that cannot be a position: which field, the
+// value as stored, and what was expected.
+type FieldError struct {
+	Field    string // as the store names it
+	Value    string // as stored, quoted where it is a string
+	Expected string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s is %s, expected %s", e.Field, e.Value, e.Expected)
+}
+
+// CheckSequence reports a sequence number the Kinesis API would refuse:
+// anything but 1 to 129 decimal digits without a leading zero ("0" aside).
+func CheckSequence(field, seq string) error {
+	ok := shard.ValidSequence(seq) && len(seq) <= MaxSequenceDigits && (seq == "0" || seq[0] != '0')
+	if !ok {
+		value := fmt.Sprintf("%q", seq)
+		if len(seq) > 40 {
+			value = fmt.Sprintf("%q... (%d characters)", seq[:40], len(seq))
+		}
+		return &FieldError{Field: field, Value: value, Expected: fmt.Sprintf("a sequence number (1 to %d decimal digits)", MaxSequenceDigits)}
+	}
+	return nil
+}
+
+// CheckStartTime reports a start time that cannot be meant: before Kinesis
+// existed.
+func CheckStartTime(field string, t time.Time) error {
+	if t.Before(earliestStart) {
+		return &FieldError{Field: field, Value: t.UTC().Format(time.RFC3339Nano), Expected: "a time after " + earliestStart.Format(time.RFC3339) + " (no Kinesis record is older)"}
+	}
+	return nil
+}
+
+// Validate reports the first stored value of c that cannot be read from:
+// a malformed sequence number, a negative sub-sequence, an unknown start
+// kind, a start time missing or before Kinesis existed. The field names
+// are those of the checkpoint file; the lease table decodes its own
+// attributes before this.
+func (c Checkpoint) Validate() error {
+	if c.ShardStart != "" {
+		if err := CheckSequence("shard_starting_sequence_number", c.ShardStart); err != nil {
+			return err
+		}
+	}
+	if p := c.Position; p != nil {
+		if err := CheckSequence("position.sequence_number", p.Sequence); err != nil {
+			return err
+		}
+		if p.SubSequence < 0 {
+			return &FieldError{Field: "position.sub_sequence_number", Value: fmt.Sprint(p.SubSequence), Expected: "a number of 0 or more"}
+		}
+	}
+	if c.Ended {
+		return nil
+	}
+	switch c.Start.Kind {
+	case shard.TrimHorizon.String(), shard.Latest.String():
+	case shard.AtTimestamp.String():
+		if c.Start.Timestamp == nil {
+			return &FieldError{Field: "start.timestamp", Value: "missing", Expected: "the time AT_TIMESTAMP starts at"}
+		}
+		if err := CheckStartTime("start.timestamp", *c.Start.Timestamp); err != nil {
+			return err
+		}
+	default:
+		if c.Position == nil {
+			return &FieldError{Field: "start.kind", Value: fmt.Sprintf("%q", c.Start.Kind), Expected: "one of TRIM_HORIZON, AT_TIMESTAMP, LATEST"}
+		}
+	}
+	return nil
+}
