@@ -196,9 +196,13 @@ func encodeShard(s Shard) map[string]types.AttributeValue {
 }
 
 // decodeShard reads a shard item; an item that is not a well-formed shard
-// item is an error naming the attribute.
+// item (checkShardItem) is an error naming the item, the attribute, its
+// value and what was expected.
 func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
 	key := getS(item, attrKey)
+	if err := checkShardItem(item); err != nil {
+		return Shard{}, err
+	}
 	s, err := parseShard(item)
 	if err != nil {
 		return Shard{}, err

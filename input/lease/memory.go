@@ -136,6 +136,15 @@ func (m *Memory) SetShard(s Shard) {
 	m.items[s.Key()] = item
 }
 
+// SetItem plants an item as it is, attribute by attribute, over any item of
+// its leaseKey: one no instance writes (another type, another schema), to
+// see how it is read. It is never made to fail.
+func (m *Memory) SetItem(item map[string]types.AttributeValue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.items[getS(item, attrKey)] = maps.Clone(item)
+}
+
 // update returns a copy of item (a new item when nil) with sets set and
 // removes removed.
 func update(item, sets map[string]types.AttributeValue, removes ...string) map[string]types.AttributeValue {

@@ -35,6 +35,9 @@ func (m *Memory) scan(ctx context.Context, op, streamARN string) (Scan, error) {
 			}
 		}
 	}
+	for i := range out.Broken {
+		out.Broken[i].Err = m.wrap(out.Broken[i].Err)
+	}
 	return out, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,16 +181,50 @@ type Scan struct {
 	Stream  *Stream // nil when the stream has no item yet
 	Shards  []Shard
 	Workers []Worker
+	// Broken holds the items of the stream that are not well-formed shard
+	// items: no shard they name may be read until they are set again.
+	Broken []BrokenItem
+}
+
+// BrokenItem is an item of a stream that cannot be read as a shard's item.
+type BrokenItem struct {
+	Key string // its leaseKey
+	// ShardID is the shard it names (or the shard of the key), empty when
+	// neither says.
+	ShardID string
+	// Err names the table, the item, the attribute, its value and what
+	// was expected.
+	Err error
+}
+
+// BrokenShards returns the shards that broken items name, each once.
+func (sc Scan) BrokenShards() map[string][]BrokenItem {
+	out := map[string][]BrokenItem{}
+	for _, b := range sc.Broken {
+		if b.ShardID != "" {
+			out[b.ShardID] = append(out[b.ShardID], b)
+		}
+	}
+	return out
 }
 
 // add decodes an item of the scanned stream into sc by its kind; items of
-// other kinds (registrations) are left out.
+// other kinds (registrations) are left out. A shard item that does not
+// decode, or an item of no kind this input writes, is kept in Broken.
 func (sc *Scan) add(item map[string]types.AttributeValue) error {
-	switch getS(item, attrKind) {
+	kind, isS := item[attrKind].(*types.AttributeValueMemberS)
+	if !isS || !slices.Contains([]string{kindShard, kindStream, kindWorker, kindRegistration}, kind.Value) {
+		key := getS(item, attrKey)
+		sc.Broken = append(sc.Broken, BrokenItem{Key: key, ShardID: shardOfItem(item),
+			Err: attrError(key, attrKind, item[attrKind], `S (one of "shard", "stream", "worker", "registration")`)})
+		return nil
+	}
+	switch kind.Value {
 	case kindShard:
 		s, err := decodeShard(item)
 		if err != nil {
-			return err
+			sc.Broken = append(sc.Broken, BrokenItem{Key: getS(item, attrKey), ShardID: shardOfItem(item), Err: err})
+			return nil
 		}
 		sc.Shards = append(sc.Shards, s)
 	case kindStream:
@@ -236,6 +271,9 @@ func (t *Table) scan(ctx context.Context, streamARN string, consistent bool) (Sc
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
+			for i := range out.Broken {
+				out.Broken[i].Err = fmt.Errorf("DynamoDB table %q: %w", t.name, out.Broken[i].Err)
+			}
 			return out, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
