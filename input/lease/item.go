@@ -201,7 +201,7 @@ func encodeShard(s Shard) map[string]types.AttributeValue {
 func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
 	key := getS(item, attrKey)
 	if err := checkShardItem(item); err != nil {
-		return Shard{}, err
+		return Shard{}, &MalformedItemError{Key: key, Item: item, Err: err}
 	}
 	s, err := parseShard(item)
 	if err != nil {

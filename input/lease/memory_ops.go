@@ -215,6 +215,26 @@ func (m *Memory) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 	return nil
 }
 
+// ReplaceMalformed replaces (s set) or deletes (s nil) a malformed item
+// as read, while its counter attribute is as read; ErrLost otherwise.
+func (m *Memory) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard) error {
+	if err := m.enter(ctx, "ReplaceMalformed"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if !stillAsRead(m.items[was.Key], was) {
+		return ErrLost
+	}
+	if s == nil {
+		delete(m.items, was.Key)
+		return nil
+	}
+	c := *s
+	c.Owner, c.HandoffTo, c.Counter = "", "", 1
+	m.items[was.Key] = encodeShard(c)
+	return nil
+}
+
 // PutStream writes the item of a stream unless one exists, and returns the
 // one stored afterwards, and whether it is the one written.
 func (m *Memory) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {

@@ -25,6 +25,7 @@ type Store interface {
 	Delete(ctx context.Context, streamARN, shardID string) error
 	Replace(ctx context.Context, s Shard, was string) error
 	Overwrite(ctx context.Context, s Shard, prev *Shard) error
+	ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard) error
 
 	// Stream items.
 	PutStream(ctx context.Context, s Stream) (Stream, bool, error)

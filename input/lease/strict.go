@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,23 @@ func AttrValue(v types.AttributeValue) string {
 	}
 	return AttrType(v)
 }
+
+// MalformedItemError is an item at a shard's key that is not a well-formed
+// shard item: no instance may take or read the shard until it is set again
+// (`checkpoint set --force`).
+type MalformedItemError struct {
+	Key  string                          // the item's leaseKey
+	Item map[string]types.AttributeValue // as read
+	Err  error                           // names the item, the attribute, its value and the expected type
+}
+
+// Broken returns the item as a BrokenItem of shard id.
+func (e *MalformedItemError) Broken(id string) BrokenItem {
+	return BrokenItem{Key: e.Key, ShardID: id, Item: e.Item, Err: e}
+}
+
+func (e *MalformedItemError) Error() string { return e.Err.Error() }
+func (e *MalformedItemError) Unwrap() error { return e.Err }
 
 // attrError is an attribute of an item that is not what it must be.
 func attrError(key, name string, v types.AttributeValue, expected string) error {
@@ -171,4 +189,25 @@ func shardOfItem(item map[string]types.AttributeValue) string {
 		return key[i+1:]
 	}
 	return ""
+}
+
+// malformedCondition is the condition that the item at was.Key is as read:
+// it exists, and its counter is the value read, whatever its type, or
+// absent as read.
+func malformedCondition(was BrokenItem) (cond string, names map[string]string, values map[string]types.AttributeValue) {
+	names = map[string]string{"#k": attrKey, "#c": attrCounter}
+	if v, ok := was.Item[attrCounter]; ok {
+		return "attribute_exists(#k) AND #c = :c", names, map[string]types.AttributeValue{":c": v}
+	}
+	return "attribute_exists(#k) AND attribute_not_exists(#c)", names, nil
+}
+
+// stillAsRead is malformedCondition for Memory.
+func stillAsRead(item map[string]types.AttributeValue, was BrokenItem) bool {
+	if item == nil {
+		return false
+	}
+	v, ok := item[attrCounter]
+	w, wok := was.Item[attrCounter]
+	return ok == wok && (!ok || reflect.DeepEqual(v, w))
 }

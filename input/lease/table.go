@@ -192,6 +192,8 @@ type BrokenItem struct {
 	// ShardID is the shard it names (or the shard of the key), empty when
 	// neither says.
 	ShardID string
+	// Item is the item as read.
+	Item map[string]types.AttributeValue
 	// Err names the table, the item, the attribute, its value and what
 	// was expected.
 	Err error
@@ -215,7 +217,7 @@ func (sc *Scan) add(item map[string]types.AttributeValue) error {
 	kind, isS := item[attrKind].(*types.AttributeValueMemberS)
 	if !isS || !slices.Contains([]string{kindShard, kindStream, kindWorker, kindRegistration}, kind.Value) {
 		key := getS(item, attrKey)
-		sc.Broken = append(sc.Broken, BrokenItem{Key: key, ShardID: shardOfItem(item),
+		sc.Broken = append(sc.Broken, BrokenItem{Key: key, ShardID: shardOfItem(item), Item: item,
 			Err: attrError(key, attrKind, item[attrKind], `S (one of "shard", "stream", "worker", "registration")`)})
 		return nil
 	}
@@ -223,7 +225,7 @@ func (sc *Scan) add(item map[string]types.AttributeValue) error {
 	case kindShard:
 		s, err := decodeShard(item)
 		if err != nil {
-			sc.Broken = append(sc.Broken, BrokenItem{Key: getS(item, attrKey), ShardID: shardOfItem(item), Err: err})
+			sc.Broken = append(sc.Broken, BrokenItem{Key: getS(item, attrKey), ShardID: shardOfItem(item), Item: item, Err: err})
 			return nil
 		}
 		sc.Shards = append(sc.Shards, s)
@@ -746,6 +748,37 @@ func (t *Table) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 	}
 	if err != nil {
 		return t.fail("writing the item of shard "+s.ShardID, err)
+	}
+	return nil
+}
+
+// ReplaceMalformed replaces a malformed item, as read (was), by the item of
+// s, free, at the same key; with s nil it deletes it (a second item of a
+// shard). It is conditional on the item's counter attribute being as read,
+// whatever its type: ErrLost when it changed since.
+func (t *Table) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard) error {
+	cond, names, values := malformedCondition(was)
+	var err error
+	if s == nil {
+		_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(t.name), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			Key:                 map[string]types.AttributeValue{attrKey: str(was.Key)},
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		})
+	} else {
+		c := *s
+		c.Owner, c.HandoffTo, c.Counter = "", "", 1
+		_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(t.name), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			Item:                encodeShard(c),
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		})
+	}
+	if conditionFailed(err) {
+		return ErrLost
+	}
+	if err != nil {
+		return t.fail("replacing the malformed item "+was.Key, err)
 	}
 	return nil
 }

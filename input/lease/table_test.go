@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -527,5 +528,71 @@ func TestRemoveWorker(t *testing.T) {
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); ok {
 		t.Fatal("an expired worker was not removed")
+	}
+}
+
+// TestReplaceMalformedItem: a shard item whose leaseCounter is the string
+// "abc" (so that no write conditional on a counter can match it) and a
+// second item of the shard are replaced and deleted by ReplaceMalformed, on
+// the table as on Memory; one changed since it was read is not. Before,
+// an operator's overwrite of such an item failed for ever with "changed in
+// the lease table while being written (an instance is running)".
+func TestReplaceMalformedItem(t *testing.T) {
+	t.Parallel()
+	const id = "shardId-000000000000"
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "malformed")
+	m := NewMemory()
+	put := func(t *testing.T, st Store, item map[string]types.AttributeValue) {
+		t.Helper()
+		if st == Store(m) {
+			m.SetItem(item)
+			return
+		}
+		if _, err := d.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("malformed"), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []Store{tb, m} {
+		t.Run(st.Name(), func(t *testing.T) {
+			ctx := t.Context()
+			bad := encodeShard(Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+			bad[attrCounter] = str("abc")
+			stray := encodeShard(Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+			stray[attrKey] = str("stray-" + id)
+			put(t, st, bad)
+			put(t, st, stray)
+			sc, err := st.ScanConsistent(ctx, arn)
+			if err != nil || len(sc.Broken) != 2 {
+				t.Fatalf("scan: broken %+v, %v; want 2", sc.Broken, err)
+			}
+			want := Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Position: &checkpoint.Position{Sequence: "42"}}}
+			changed := maps.Clone(bad)
+			changed[attrCounter] = str("abd")
+			put(t, st, changed)
+			for _, b := range sc.Broken {
+				if b.Key == ShardKey(arn, id) {
+					if err := st.ReplaceMalformed(ctx, b, &want); !errors.Is(err, ErrLost) {
+						t.Fatalf("replace of an item changed since: %v, want ErrLost", err)
+					}
+				}
+			}
+			sc, _ = st.ScanConsistent(ctx, arn)
+			for _, b := range sc.Broken {
+				var err error
+				if b.Key == ShardKey(arn, id) {
+					err = st.ReplaceMalformed(ctx, b, &want)
+				} else {
+					err = st.ReplaceMalformed(ctx, b, nil)
+				}
+				if err != nil {
+					t.Fatalf("replacing %s: %v", b.Key, err)
+				}
+			}
+			sc, err = st.ScanConsistent(ctx, arn)
+			if err != nil || len(sc.Broken) != 0 || len(sc.Shards) != 1 || sc.Shards[0].Checkpoint.Position == nil || sc.Shards[0].Checkpoint.Position.Sequence != "42" {
+				t.Fatalf("after: shards %+v, broken %+v, %v", sc.Shards, sc.Broken, err)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, pos: pos,
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
-		unstored: map[string][]string{},
+		unstored: map[string][]string{}, broken: newBrokenItems(),
 	}
 }
 
@@ -122,6 +122,8 @@ type leaseCoordinator struct {
 	gone     []string
 	pinWait  time.Time
 	created  time.Time
+	// broken is what is known of the stream's malformed items.
+	broken *brokenItems
 }
 
 // load announces this instance, reads every item of the stream, and agrees
@@ -158,6 +160,7 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 	if err != nil {
 		return coord.FirstPin{}, err
 	}
+	c.reportBroken(sc, time.Now())
 	st := checkpoint.Stream{ARN: c.st.ARN, Created: c.created, Shards: map[string]checkpoint.Checkpoint{}}
 	if !recreated {
 		for _, it := range sc.Shards {
@@ -276,6 +279,9 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	}
 	var todo []lease.Shard
 	for id, parents := range c.unstored {
+		if c.broken.shard(id) {
+			continue // its item is malformed: reported, not replaced
+		}
 		cp, _ := c.pos.Of(id)
 		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents})
 	}
@@ -291,9 +297,12 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	var errs []error
 	for _, r := range results {
 		if r.err != nil {
-			errs = append(errs, r.err)
+			if !c.broken.pinFailed(r.id, r.err) {
+				errs = append(errs, r.err)
+			}
 			continue
 		}
+		c.broken.pinDone(r.id)
 		delete(c.unstored, r.id)
 		c.pos.Set(r.id, r.got.Checkpoint)
 	}

@@ -36,6 +36,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	now := time.Now()
 	c.view.observe(sc, now)
+	c.reportBroken(sc, now)
 
 	var claims []claim
 	items := map[string]lease.Shard{}
@@ -47,7 +48,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			c.st.Log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.Name, it.ShardID)
 		}
 		held := c.book.holds(it.ShardID)
-		if _, pinned := c.unstored[it.ShardID]; pinned {
+		if _, pinned := c.unstored[it.ShardID]; pinned || (!held && c.broken.shard(it.ShardID)) {
 			continue
 		}
 		if !held {
@@ -104,6 +105,22 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return c.view.nextCycle(time.Now())
+}
+
+// reportBroken takes in the malformed items of a scan (and those met when
+// pinning): their shards are not taken, and each is reported at ERROR, with
+// the command that sets it again, when first seen, when it changes and
+// every few minutes while it stays.
+func (c *leaseCoordinator) reportBroken(sc lease.Scan, now time.Time) {
+	for _, it := range c.broken.scanned(sc, now) {
+		if it.ShardID == "" {
+			c.st.Log.Errorf("stream %s: %v: no shard of this input's can be told from it; delete it unless another program of yours wrote it", c.st.Name, it.Err)
+			continue
+		}
+		c.st.Log.Errorf("stream %s shard %s: not read: %v: set the shard again with `benthos-kinesis checkpoint set --table %s --stream %s --shard %s --force` and one of --to-trim-horizon, --to-timestamp or --after-sequence (with --force it may run while instances do; it replaces the shard's item and deletes any second one)",
+			c.st.Name, it.ShardID, it.Err, c.table.Name(), c.st.Name, it.ShardID)
+	}
+	c.st.Metrics.BrokenCheckpoints.Set(int64(c.broken.shards()), c.st.Name)
 }
 
 // sameShard reports whether an item is of the shard this instance knows

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
@@ -423,3 +426,95 @@ func TestLeaseOfAnotherStreamUnderTheSameIDIsNotTaken(t *testing.T) {
 		t.Fatalf("item %+v, want free", it)
 	}
 }
+
+// TestMalformedLeaseItemIsReportedNotTaken: a shard item whose
+// leaseCounter was stored as the string "abc" is neither taken nor
+// overwritten; it is reported at ERROR with the table, the item, the
+// attribute and `checkpoint set --force`, once (not at every cycle) until it
+// changes, and counted; the other shard is read; once the item is set again
+// the shard is taken. Before, the counter read as 0, every take failed
+// "another instance took the lease first" at debug, once a cycle, for ever.
+func TestMalformedLeaseItemIsReportedNotTaken(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	var logs syncLog
+	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&logs, nil)))))
+	lc := newLeaseCoordination(m, Options{InstanceID: "a", LeasePeriod: time.Minute, StealLimit: 4})
+	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	first, err := c.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := []coord.Shard{{ID: "s0", StartSeq: "1"}, {ID: "s1", StartSeq: "2"}}
+	if err := c.Pin(t.Context(), shards, first.Start, first.Due); err != nil {
+		t.Fatal(err)
+	}
+	key := lease.ShardKey(testARN, "s0")
+	broken := map[string]types.AttributeValue{
+		"leaseKey": &types.AttributeValueMemberS{Value: key}, "kind": &types.AttributeValueMemberS{Value: "shard"},
+		"streamArn": &types.AttributeValueMemberS{Value: testARN}, "shardId": &types.AttributeValueMemberS{Value: "s0"},
+		"leaseCounter": &types.AttributeValueMemberS{Value: "abc"}, "startKind": &types.AttributeValueMemberS{Value: "TRIM_HORIZON"},
+	}
+	m.SetItem(broken)
+	for range 3 {
+		c.Cycle(t.Context(), everyShard)
+	}
+	if _, held := c.book.stateOf("s1"); !held {
+		t.Fatal("the well-formed shard s1 was not taken")
+	}
+	if _, held := c.book.stateOf("s0"); held {
+		t.Fatal("the malformed shard s0 was taken")
+	}
+	var reports []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "shard s0: not read") {
+			reports = append(reports, l)
+		}
+	}
+	if len(reports) != 1 {
+		t.Fatalf("reported %d times in 3 cycles, want once:\n%s", len(reports), logs.String())
+	}
+	for _, want := range []string{"level=ERROR", `lease table \"memory\"`, "item " + key, "leaseCounter", `S \"abc\"`, "expected N", "checkpoint set --table memory --stream orders --shard s0 --force"} {
+		if !strings.Contains(reports[0], want) {
+			t.Errorf("the report does not name %q: %s", want, reports[0])
+		}
+	}
+	if raw := m.Items(); len(raw) != 2 {
+		t.Fatalf("items %+v", raw)
+	}
+	if _, ok, err := m.Get(t.Context(), testARN, "s0"); err == nil || ok {
+		t.Fatalf("the malformed item was overwritten (ok %v, err %v)", ok, err)
+	}
+
+	// A change of the item is reported again.
+	broken["leaseCounter"] = &types.AttributeValueMemberS{Value: "abd"}
+	m.SetItem(broken)
+	c.Cycle(t.Context(), everyShard)
+	if n := strings.Count(logs.String(), "shard s0: not read"); n != 2 {
+		t.Fatalf("a changed item reported %d times in all, want 2", n)
+	}
+
+	// What `checkpoint set --force` writes: the shard is taken.
+	sc, err := m.Scan(t.Context(), testARN)
+	if err != nil || len(sc.Broken) != 1 {
+		t.Fatalf("scan: broken %+v, %v", sc.Broken, err)
+	}
+	if err := m.ReplaceMalformed(t.Context(), sc.Broken[0], &lease.Shard{Stream: testARN, ShardID: "s0", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, ShardStart: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c.Cycle(t.Context(), everyShard)
+	}
+	if _, held := c.book.stateOf("s0"); !held {
+		t.Fatal("s0 set again was not taken")
+	}
+}
+
+// syncLog is a log sink safe for concurrent writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
