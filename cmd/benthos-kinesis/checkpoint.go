@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -85,6 +89,9 @@ type shardRow struct {
 	Start    string `json:"start"` // where the shard is read from before any position
 	Owner    string `json:"owner,omitempty"`
 	Counter  int64  `json:"lease_counter,omitempty"`
+	// Broken says why what is stored for the shard cannot be read from:
+	// the input does not read the shard until it is set again.
+	Broken string `json:"broken,omitempty"`
 }
 
 func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
@@ -101,18 +108,41 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 		if err != nil {
 			return err
 		}
+		broken, err := brokenItems(ctx, t, tb, sc)
+		if err != nil {
+			return err
+		}
 		for _, it := range sc.Shards {
+			if _, ok := broken[it.ShardID]; ok {
+				continue
+			}
 			r := rowOf(it.ShardID, it.Checkpoint)
 			r.Owner, r.Counter = it.Owner, it.Counter
 			rows = append(rows, r)
 		}
+		for id, items := range broken {
+			var why []string
+			for _, b := range items {
+				why = append(why, b.Err.Error())
+			}
+			rows = append(rows, shardRow{Shard: id, Broken: strings.Join(why, "; ")})
+		}
 	} else {
-		st, err := checkpoint.Read(c.String("dir"), t.streamARN)
+		dir := c.String("dir")
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			abs, _ := filepath.Abs(dir)
+			return fmt.Errorf("--dir: checkpoint directory %q (%s) does not exist: name the directory of checkpoint.dir (a relative path is taken from the working directory the pipeline runs in)", dir, abs)
+		}
+		st, err := checkpoint.Read(dir, t.streamARN)
 		if err != nil {
 			return fmt.Errorf("--dir: %w", err)
 		}
 		for id, cp := range st.Shards {
-			rows = append(rows, rowOf(id, cp))
+			r := rowOf(id, cp)
+			if cp.Broken != nil {
+				r.Broken = cp.Broken.Error()
+			}
+			rows = append(rows, r)
 		}
 	}
 	return printRows(t, rows, c.Bool("json"))
@@ -131,6 +161,8 @@ func printRows(t streamTarget, rows []shardRow, asJSON bool) error {
 	for _, r := range rows {
 		pos := r.Position
 		switch {
+		case r.Broken != "":
+			pos = "BROKEN (see below)"
 		case r.Ended:
 			pos = "SHARD_END"
 		case pos == "":
@@ -141,7 +173,15 @@ func printRows(t streamTarget, rows []shardRow, asJSON bool) error {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "(no checkpoint of this stream in the store)\t\t\t")
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Broken != "" {
+			fmt.Fprintf(t.out, "\n%s is BROKEN, not read until set again (checkpoint set --shard %s): %s\n", r.Shard, r.Shard, r.Broken)
+		}
+	}
+	return nil
 }
 
 func rowOf(id string, cp checkpoint.Checkpoint) shardRow {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -100,5 +101,58 @@ func TestCheckpointShow(t *testing.T) {
 	}
 	if out, err := show("--table", "missing", "--dynamodb-endpoint", d.Endpoint); err == nil || !strings.Contains(out, `"missing" does not exist`) {
 		t.Fatalf("show of a missing table: %v\n%s", err, out)
+	}
+}
+
+// TestCheckpointShowBrokenFileAndMissingDir: a shard of a checkpoint file
+// whose position is not a sequence number is shown BROKEN with the reason
+// (before, it was printed as if it were a position), and a --dir that does
+// not exist is an error saying so (before: exit 0 and "no checkpoint").
+func TestCheckpointShowBrokenFileAndMissingDir(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	arn := srv.StreamARN("orders")
+	show := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, args...)...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	cpDir := filepath.Join(dir, "cp")
+	if err := os.MkdirAll(cpDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"version": 1, "stream_arn": "` + arn + `", "stream_created": "0001-01-01T00:00:00Z", "shards": {
+  "shardId-000000000000": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "not-a-number"}},
+  "shardId-000000000001": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "4901"}}}}`
+	if err := os.WriteFile(filepath.Join(cpDir, "us-east-1.000000000000.orders.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := show("--dir", cpDir)
+	if err != nil {
+		t.Fatalf("show --dir: %v\n%s", err, out)
+	}
+	for _, want := range []string{"shardId-000000000000  BROKEN", "shardId-000000000000 is BROKEN", "position.sequence_number", "not-a-number", "shardId-000000000001  4901"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show --dir lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = show("--dir", cpDir, "--json")
+	if err != nil || !strings.Contains(out, `"broken": "checkpoint file`) {
+		t.Errorf("show --json does not give the reason: %v\n%s", err, out)
+	}
+
+	missing := filepath.Join(dir, "typo")
+	out, err = show("--dir", missing)
+	if err == nil || !strings.Contains(out, "does not exist") || !strings.Contains(out, missing) {
+		t.Fatalf("show --dir of a missing directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("show created the missing directory")
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -9,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
@@ -115,4 +122,120 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// TestBrokenLeaseItemsAreReportedShownAndSet: four shards of a stream have
+// lease items no instance writes: a leaseCounter of type S, a kind stored
+// as a number, a checkpoint stored as a number, and a second item under
+// another leaseKey; a fifth shard is well-formed. Before, each of the four
+// stopped its shard for good with one debug line ("another instance took
+// the lease first") a second, or none, `checkpoint show` printed them as
+// normal (or left them out), and `checkpoint set --force` failed "changed in
+// the lease table ... (an instance is running)". Now the run reads the fifth
+// shard and reports each of the four at ERROR with the attribute and the
+// fix; show marks them BROKEN with the reason; set --force, while the run
+// goes on, replaces them; and every record of every shard arrives once.
+func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 5))
+	arn := srv.StreamARN("orders")
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("shardId-%012d", i)
+		if err := srv.PutToShard("orders", id, 4, func(j int) []byte { return fmt.Appendf(nil, "r%d-%d", i, j) }); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 4 {
+			want = append(want, fmt.Sprintf("r%d-%d", i, j))
+		}
+	}
+	d := emulator.Dynalite(t)
+	if _, err := lease.Open(t.Context(), d.Client(), "leases", true); err != nil {
+		t.Fatal(err)
+	}
+	S := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	N := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	item := func(shard int, key string, changes map[string]types.AttributeValue) {
+		id := fmt.Sprintf("shardId-%012d", shard)
+		if key == "" {
+			key = lease.ShardKey(arn, id)
+		}
+		it := map[string]types.AttributeValue{"leaseKey": S(key), "kind": S("shard"), "streamArn": S(arn), "shardId": S(id),
+			"leaseCounter": N("3"), "startKind": S("TRIM_HORIZON")}
+		maps.Copy(it, changes)
+		if _, err := d.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("leases"), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item(0, "", map[string]types.AttributeValue{"leaseCounter": S("abc")})
+	item(1, "", map[string]types.AttributeValue{"kind": N("1")})
+	item(2, "", map[string]types.AttributeValue{"checkpoint": N("4959")})
+	item(3, "copy-of-shard-3", nil)
+
+	p := startPipeline(t, bin, srv, ca, "dynamodb: { table: leases, endpoint: '"+d.Endpoint+"', lease_period: 2s }", "broken-run")
+	waitLinesOrLog(t, p, 4)
+	reports := map[int]string{0: "leaseCounter", 1: "attribute kind", 2: "attribute checkpoint", 3: "second item of shard"}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		log, _ := os.ReadFile(p.log)
+		missing := 0
+		for i, attr := range reports {
+			found := false
+			for _, l := range strings.Split(string(log), "\n") {
+				if strings.Contains(l, fmt.Sprintf("shard shardId-%012d: not read", i)) && strings.Contains(l, attr) &&
+					strings.Contains(l, "level=error") && strings.Contains(l, "checkpoint set --table leases --stream orders") {
+					found = true
+				}
+			}
+			if !found {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 4 broken items not reported at ERROR within 30 s:\n%s", missing, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := readOutput(t, p.out); len(got) != 4 {
+		t.Fatalf("read %d records while 4 shards are broken, want the 4 of the fifth", len(got))
+	}
+
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(append([]string{"checkpoint"}, args...), "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--table", "leases", "--dynamodb-endpoint", d.Endpoint)...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := cli("show")
+	if err != nil {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	for i, attr := range reports {
+		id := fmt.Sprintf("shardId-%012d", i)
+		if !strings.Contains(out, id+"  BROKEN") || !strings.Contains(out, id+" is BROKEN") || !strings.Contains(out, attr) {
+			t.Errorf("show does not mark %s BROKEN with %q:\n%s", id, attr, out)
+		}
+	}
+	set := []string{"set", "--shard", "shardId-000000000000", "--shard", "shardId-000000000001", "--shard", "shardId-000000000002", "--shard", "shardId-000000000003", "--to-trim-horizon"}
+	if out, err := cli(set...); err == nil || !strings.Contains(out, "give --force") {
+		t.Fatalf("set while an instance runs, without --force: %v\n%s", err, out)
+	}
+	if out, err := cli(append(set, "--force")...); err != nil || !strings.Contains(out, "Moved 4 shards") {
+		t.Fatalf("set --force: %v\n%s", err, out)
+	}
+	got := p.stopAfter(20)
+	if d := datas(got); !sameSet(d, want) {
+		t.Fatalf("after set --force the run read %v, want each of %v once", d, want)
+	}
+	if out, err := cli("show"); err != nil || strings.Contains(out, "BROKEN") {
+		t.Fatalf("show after set --force: %v\n%s", err, out)
+	}
 }

@@ -115,6 +115,9 @@ type writable struct {
 	stream *lease.Stream          // the table's stream item, nil when absent
 	items  map[string]lease.Shard // the table's shard items
 	live   []string               // instances with a worker item
+	// broken holds, by shard, the table's items that are not well-formed
+	// shard items: set replaces them (and deletes a second item).
+	broken map[string][]lease.BrokenItem
 }
 
 func openWritable(ctx context.Context, c *cli.Context, t streamTarget, createTable bool) (*writable, error) {
@@ -137,6 +140,9 @@ func openWritable(ctx context.Context, c *cli.Context, t streamTarget, createTab
 		}
 		for _, wk := range sc.Workers {
 			w.live = append(w.live, wk.ID)
+		}
+		if w.broken, err = brokenItems(ctx, t, tb, sc); err != nil {
+			return nil, err
 		}
 		return w, nil
 	}
@@ -258,7 +264,11 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 		if it, ok := w.items[id]; ok {
 			prev = &it
 		}
-		err := w.table.Overwrite(ctx, lease.Shard{Stream: w.t.streamARN, ShardID: id, Checkpoint: changes[id], Parents: parents[id]}, prev)
+		want := lease.Shard{Stream: w.t.streamARN, ShardID: id, Checkpoint: changes[id], Parents: parents[id]}
+		err := w.replaceBroken(ctx, want)
+		if err == nil && !w.brokenAt(want.Key()) {
+			err = w.table.Overwrite(ctx, want, prev)
+		}
 		if errors.Is(err, lease.ErrLost) {
 			failed = append(failed, id)
 			continue
@@ -271,4 +281,63 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 		return fmt.Errorf("shards %s of stream %s changed in the %s while they were being written (an instance is running): stop it and run this again; the other shards were written", strings.Join(failed, ", "), w.t.streamARN, w.where)
 	}
 	return nil
+}
+
+// brokenItems returns, by shard, the malformed items of the stream in a
+// lease table: those of the scan, and an item of another shape at the key of
+// a listed shard that has no item in the scan (no scan of the stream sees
+// an item without its streamArn).
+func brokenItems(ctx context.Context, t streamTarget, tb *lease.Table, sc lease.Scan) (map[string][]lease.BrokenItem, error) {
+	out := sc.BrokenShards()
+	scanned := map[string]bool{}
+	for _, it := range sc.Shards {
+		scanned[it.ShardID] = true
+	}
+	shards, err := listShards(ctx, t.client, t.streamARN)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range shards {
+		if scanned[s.id] || out[s.id] != nil {
+			continue
+		}
+		_, _, err := tb.Get(ctx, t.streamARN, s.id)
+		var mal *lease.MalformedItemError
+		switch {
+		case errors.As(err, &mal):
+			out[s.id] = append(out[s.id], mal.Broken(s.id))
+		case err != nil:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// replaceBroken replaces the malformed item of want's shard by want, and
+// deletes any second item of the shard, each while it is as read.
+func (w *writable) replaceBroken(ctx context.Context, want lease.Shard) error {
+	for _, b := range w.broken[want.ShardID] {
+		var err error
+		if b.Key == want.Key() {
+			err = w.table.ReplaceMalformed(ctx, b, &want)
+		} else {
+			err = w.table.ReplaceMalformed(ctx, b, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// brokenAt reports whether the item at key is a malformed one.
+func (w *writable) brokenAt(key string) bool {
+	for _, items := range w.broken {
+		for _, b := range items {
+			if b.Key == key {
+				return true
+			}
+		}
+	}
+	return false
 }
