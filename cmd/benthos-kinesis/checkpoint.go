@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -72,6 +73,7 @@ func checkpointCommand() *cli.Command {
 				&cli.StringFlag{Name: "from-table", Usage: "the DynamoDB table to import from (required)", Required: true},
 				&cli.StringFlag{Name: "from-dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --from-table (default: --dynamodb-endpoint)"},
 				&cli.StringFlag{Name: "from-stream-id", Usage: "aws_kinesis: the StreamID of the stream's items (default: the stream's name, else its ARN)"},
+				&cli.DurationFlag{Name: "kcl-failover-time", Usage: "kcl: the application's failoverTimeMillis: a lease whose leaseCounter moves within it has a live owner, and the import is refused (see --force)", Value: 10 * time.Second},
 				&cli.StringFlag{Name: "kcl-initial-timestamp", Usage: "kcl: the application's initial timestamp, for shards whose checkpoint is AT_TIMESTAMP (RFC 3339)"},
 				&cli.BoolFlag{Name: "create-table", Usage: "with --table: create the lease table if it does not exist", Value: true},
 				force,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -25,6 +27,9 @@ import (
 type imported struct {
 	cp     checkpoint.Checkpoint
 	holder string // a live lease of the other consumer, to refuse on
+	// kclOwner and kclCounter are a KCL lease's leaseOwner and
+	// leaseCounter, to tell whether its owner lives (kclLive).
+	kclOwner, kclCounter string
 }
 
 // importCheckpoints is `checkpoint import`.
@@ -56,6 +61,16 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 			initial = &ts
 		}
 		got, looked, err = fromKCL(items, t, initial, time.Now())
+		if err == nil {
+			err = kclLive(ctx, got, func() (map[string]imported, error) {
+				items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
+				if err != nil {
+					return nil, err
+				}
+				again, _, err := fromKCL(items, t, initial, time.Now())
+				return again, err
+			}, c.Duration("kcl-failover-time"))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("--from-table %s: %w", table, err)
@@ -79,6 +94,17 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 		return err
 	}
 	changes, notes := importPlan(shards, got, from)
+	byID := map[string]streamShard{}
+	for _, s := range shards {
+		byID[s.id] = s
+	}
+	for _, id := range slices.Sorted(maps.Keys(changes)) {
+		if p := changes[id].Position; p != nil {
+			if err := checkPosition(ctx, t.client, t.streamARN, byID[id], p.Sequence, fmt.Sprintf("--from-table %s, shard %s", table, id)); err != nil {
+				return err
+			}
+		}
+	}
 	w, err := openWritable(ctx, c, t, c.Bool("create-table"))
 	if err != nil {
 		return err
@@ -87,7 +113,13 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	if err := w.write(ctx, changes, shards, true, c.Bool("force")); err != nil {
 		return err
 	}
-	fmt.Fprintf(t.out, "Imported the positions of %d shards of stream %s from %s table %s into the %s.\n", len(got), t.streamARN, from, table, w.where)
+	n := 0
+	for id := range got {
+		if _, ok := byID[id]; ok {
+			n++
+		}
+	}
+	fmt.Fprintf(t.out, "Imported the positions of %d shards of stream %s from %s table %s into the %s.\n", n, t.streamARN, from, table, w.where)
 	for _, n := range notes {
 		fmt.Fprintln(t.out, n)
 	}
@@ -131,6 +163,16 @@ func importPlan(shards []streamShard, got map[string]imported, from string) (map
 		fromStart = append(fromStart, s.id)
 	}
 	var notes []string
+	var unlisted []string
+	for id := range got {
+		if !slices.ContainsFunc(shards, func(s streamShard) bool { return s.id == id }) {
+			unlisted = append(unlisted, id)
+		}
+	}
+	if len(unlisted) > 0 {
+		slices.Sort(unlisted)
+		notes = append(notes, fmt.Sprintf("Not imported: positions of shards not in the stream (gone past its retention period, or of another stream of that name): %s.", strings.Join(unlisted, ", ")))
+	}
 	if len(ended) > 0 {
 		notes = append(notes, fmt.Sprintf("Closed shards without an item there, taken as read to their end: %s.", strings.Join(ended, ", ")))
 	}
@@ -165,6 +207,20 @@ func attrS(item map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
+// strictS returns the string attribute name of an item ("" when absent);
+// one of another type is an error naming the item (what), the attribute,
+// its type and value: a default in its place would be another position.
+func strictS(item map[string]types.AttributeValue, name, what string) (string, error) {
+	v, ok := item[name]
+	if !ok {
+		return "", nil
+	}
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value, nil
+	}
+	return "", fmt.Errorf("%s: attribute %s is of type %s (%s), expected S (a string)", what, name, lease.AttrType(v), lease.AttrValue(v))
+}
+
 // fromAWSKinesis reads the table of the aws_kinesis input (Benthos, Redpanda
 // Connect, Bento): hash key StreamID (the stream as its config named it),
 // range key ShardID, SequenceNumber the last record acknowledged, ClientID
@@ -182,19 +238,31 @@ func fromAWSKinesis(items []map[string]types.AttributeValue, t streamTarget, str
 		if !slices.Contains(ids, sid) {
 			continue
 		}
-		shardID := attrS(it, "ShardID")
+		shardID, err := strictS(it, "ShardID", "an item of StreamID "+sid)
+		if err != nil {
+			return nil, looked, err
+		}
 		if shardID == "" {
 			return nil, looked, fmt.Errorf("an item of StreamID %s has no ShardID: not an aws_kinesis checkpoint table", sid)
 		}
+		what := fmt.Sprintf("item StreamID %s, ShardID %s", sid, shardID)
 		im := imported{cp: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}}}
-		if seq := attrS(it, "SequenceNumber"); seq != "" {
+		seq, err := strictS(it, "SequenceNumber", what)
+		if err != nil {
+			return nil, looked, err
+		}
+		if seq != "" {
 			if !sequenceRE.MatchString(seq) {
 				return nil, looked, fmt.Errorf("shard %s: SequenceNumber %q is not a sequence number", shardID, seq)
 			}
 			// aws_kinesis reads on after it (AFTER_SEQUENCE_NUMBER).
 			im.cp.Position = &checkpoint.Position{Sequence: seq}
 		}
-		if client := attrS(it, "ClientID"); client != "" {
+		client, err := strictS(it, "ClientID", what)
+		if err != nil {
+			return nil, looked, err
+		}
+		if client != "" {
 			if until, err := time.Parse(time.RFC3339Nano, attrS(it, "LeaseTimeout")); err == nil && until.After(now) {
 				im.holder = fmt.Sprintf("leased to aws_kinesis client %s until %s", client, until.UTC().Format(time.RFC3339))
 			}
@@ -239,8 +307,17 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 		default:
 			continue
 		}
+		what := "item leaseKey " + key
 		cp := checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}}
-		switch v := attrS(it, "checkpoint"); v {
+		v, err := strictS(it, "checkpoint", what)
+		if err != nil {
+			return nil, looked, err
+		}
+		owner, err := strictS(it, "leaseOwner", what)
+		if err != nil {
+			return nil, looked, err
+		}
+		switch v {
 		case "TRIM_HORIZON":
 		case "LATEST":
 			// Nothing processed yet: what the application would have read
@@ -258,17 +335,56 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 				return nil, looked, fmt.Errorf("shard %s: checkpoint %q is neither a sequence number nor one of TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END", shardID, v)
 			}
 			var sub int64
-			if n, ok := it["checkpointSubSequenceNumber"].(*types.AttributeValueMemberN); ok {
+			switch n := it["checkpointSubSequenceNumber"].(type) {
+			case nil:
+			case *types.AttributeValueMemberN:
 				var err error
 				if sub, err = strconv.ParseInt(n.Value, 10, 64); err != nil || sub < 0 {
 					return nil, looked, fmt.Errorf("shard %s: checkpointSubSequenceNumber %q is not a user record index", shardID, n.Value)
 				}
+			default:
+				return nil, looked, fmt.Errorf("%s: attribute checkpointSubSequenceNumber is of type %s (%s), expected N (the index of the last user record processed)", what, lease.AttrType(n), lease.AttrValue(n))
 			}
 			cp.Position = &checkpoint.Position{Sequence: v, SubSequence: sub, Partial: true}
 		}
-		out[shardID] = imported{cp: cp}
+		im := imported{cp: cp}
+		if owner != "" {
+			im.kclOwner, im.kclCounter = owner, lease.AttrValue(it["leaseCounter"])
+		}
+		out[shardID] = im
 	}
 	return out, looked, nil
+}
+
+// kclLive marks the KCL leases of got whose holder is alive: its
+// leaseCounter moved within failover (KCL's own rule: a lease whose counter
+// does not move for failoverTimeMillis has expired). It reads the table
+// again after failover when any lease has an owner.
+func kclLive(ctx context.Context, got map[string]imported, rescan func() (map[string]imported, error), failover time.Duration) error {
+	owned := false
+	for _, im := range got {
+		owned = owned || im.kclOwner != ""
+	}
+	if !owned {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(failover):
+	}
+	again, err := rescan()
+	if err != nil {
+		return err
+	}
+	for id, im := range got {
+		now, ok := again[id]
+		if im.kclOwner != "" && ok && now.kclOwner != "" && (now.kclOwner != im.kclOwner || now.kclCounter != im.kclCounter) {
+			im.holder = fmt.Sprintf("leased to KCL worker %s, whose leaseCounter moved within %v", now.kclOwner, failover)
+			got[id] = im
+		}
+	}
+	return nil
 }
 
 func streamName(streamARN string) string {

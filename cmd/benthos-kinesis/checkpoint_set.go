@@ -74,8 +74,8 @@ func setCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
 		}
 		cp := checkpoint.Checkpoint{Start: start, ShardStart: s.start}
 		if after != "" {
-			if shard.CompareSequence(after, s.start) < 0 || (s.closed && shard.CompareSequence(after, s.end) > 0) {
-				return fmt.Errorf("--after-sequence %s: not a sequence number of shard %s, which holds %s to %s", after, id, s.start, endOf(s))
+			if err := checkPosition(ctx, t.client, t.streamARN, s, after, "--after-sequence"); err != nil {
+				return err
 			}
 			cp.Position = &checkpoint.Position{Sequence: after}
 		}

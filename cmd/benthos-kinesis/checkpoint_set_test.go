@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
@@ -106,7 +107,12 @@ func TestCheckpointSet(t *testing.T) {
 		{[]string{"--after-sequence", seq}, "give exactly one --shard"},
 		{[]string{"--after-sequence", "12x"}, `"12x": not a sequence number`},
 		{[]string{"--shard", "shardId-000000000009", "--to-latest"}, `--shard "shardId-000000000009": no such shard`},
-		{[]string{"--shard", shards[1], "--after-sequence", "1"}, "not a sequence number of shard " + shards[1]},
+		{[]string{"--shard", shards[1], "--after-sequence", "1"}, "sequence number 1 is not a position in shard " + shards[1] + " of stream " + srv.StreamARN("orders") + ", which holds 49"},
+		// Before, these two were accepted ("Moved 1 shards"): the next run
+		// had the number refused, fell back to TRIM_HORIZON skipping up to
+		// it, and so skipped every record of the shard for good.
+		{[]string{"--shard", shards[0], "--after-sequence", strings.Repeat("9", 56)}, "sequence number " + strings.Repeat("9", 56) + " is not a position in shard " + shards[0]},
+		{[]string{"--shard", shards[0], "--after-sequence", seqOf(got, "b1-3")}, "is not a position in shard " + shards[0] + " of stream " + srv.StreamARN("orders") + ", which holds 49"},
 		{[]string{"--to-timestamp", "yesterday"}, "neither an RFC 3339 time nor a duration"},
 		{[]string{"--to-latest", "--force"}, "--force applies to --table only"},
 	} {
@@ -114,6 +120,16 @@ func TestCheckpointSet(t *testing.T) {
 			t.Errorf("set %v: %v, want an error saying %q:\n%s", c.args, err, c.want, out)
 		}
 	}
+}
+
+// seqOf returns the sequence number of the record with data.
+func seqOf(got []inputtest.Got, data string) string {
+	for _, g := range got {
+		if g.Data == data {
+			return g.Seq
+		}
+	}
+	return ""
 }
 
 // sameSet reports whether a and b hold the same strings, each once.

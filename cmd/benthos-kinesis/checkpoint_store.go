@@ -10,11 +10,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -340,4 +343,48 @@ func (w *writable) brokenAt(key string) bool {
 		}
 	}
 	return false
+}
+
+// checkPosition reports a sequence number that is provably no position in
+// shard s: below its starting sequence number, above its ending one (a
+// closed shard), or refused by the service as a start in the shard (a number
+// of another shard, or beyond any record an open shard can hold). A number
+// only older than the retention period is a position still: its records are
+// gone, and the input reads from the oldest one left. what names the value
+// in the error (a flag, or an item of an imported table).
+func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string, s streamShard, seq, what string) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("%s: sequence number %s is not a position in shard %s of stream %s, which holds %s to %s%s: give the sequence number of a record of that shard (its kinesis_sequence_number)",
+			what, seq, s.id, streamARN, s.start, endOf(s), why)
+	}
+	if err := checkpoint.CheckSequence(what, seq); err != nil {
+		return err
+	}
+	if s.start != "" && shard.CompareSequence(seq, s.start) < 0 {
+		return refuse("")
+	}
+	if s.closed && shard.CompareSequence(seq, s.end) > 0 {
+		return refuse("")
+	}
+	_, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
+		StreamARN: aws.String(streamARN), ShardId: aws.String(s.id),
+		ShardIteratorType: ktypes.ShardIteratorTypeAfterSequenceNumber, StartingSequenceNumber: aws.String(seq),
+	})
+	if err == nil {
+		return nil
+	}
+	code := awserr.Code(err)
+	if code != "InvalidArgumentException" && code != "ValidationException" {
+		return fmt.Errorf("%s: checking sequence number %s against shard %s of stream %s: %w", what, seq, s.id, streamARN, err)
+	}
+	msg := strings.ToLower(err.Error())
+	if strings.Contains(msg, "retention") || strings.Contains(msg, "trim") || strings.Contains(msg, "expired") {
+		return nil
+	}
+	var apiErr smithy.APIError
+	reason := err.Error()
+	if errors.As(err, &apiErr) {
+		reason = apiErr.ErrorMessage()
+	}
+	return refuse(" (the service refuses it: " + reason + ")")
 }
