@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -242,4 +243,154 @@ func TestImportPlan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCheckpointImportRefusesWhatItCannotRead: before, a KCL
+// checkpointSubSequenceNumber stored as the string "7" was imported as 0
+// (7 user records delivered again), a checkpoint of the wrong type was
+// reported as `checkpoint ""`, an aws_kinesis SequenceNumber stored as a
+// number imported as "no position", a KCL lease with a live owner was
+// imported, a shard not in the stream was counted as imported, and a
+// sequence number beyond its shard or of another shard was accepted (the
+// next run then skipped every record of the shard for good). Each is now
+// refused or reported, naming the item, the attribute and its type, or the
+// shard, the number and the range.
+func TestCheckpointImportRefusesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	const s0, s1 = "shardId-000000000000", "shardId-000000000001"
+	seqs := map[string]string{}
+	for _, id := range []string{s0, s1} {
+		if err := srv.PutToShard("orders", id, 3, func(j int) []byte { return fmt.Appendf(nil, "%s-%d", id, j) }); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := srv.ShardRecords("orders", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[id] = aws.ToString(recs[1].SequenceNumber)
+	}
+	d := emulator.Dynalite(t)
+	ddb := d.Client()
+	S := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	N := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	table := func(t *testing.T, keys []string, items ...map[string]types.AttributeValue) string {
+		t.Helper()
+		name := strings.NewReplacer(" ", "-", "/", "-", "'", "").Replace(t.Name())
+		name = name[strings.LastIndex(name, "-")+1:]
+		name = fmt.Sprintf("t%d-%s", len(t.Name()), name)
+		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+		for i, k := range keys {
+			kt := types.KeyTypeHash
+			if i > 0 {
+				kt = types.KeyTypeRange
+			}
+			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
+			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
+		}
+		if _, err := ddb.CreateTable(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		if err := dynamodb.NewTableExistsWaiter(ddb).Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if _, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(name), Item: it}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return name
+	}
+	importCmd := func(t *testing.T, args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"checkpoint", "import", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint, "--dir", t.TempDir(), "--kcl-failover-time", "1s"}, args...)...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	kcl := []string{"leaseKey"}
+	awsk := []string{"StreamID", "ShardID"}
+	cases := []struct {
+		name  string
+		from  string
+		keys  []string
+		items []map[string]types.AttributeValue
+		want  []string
+	}{
+		{"kcl sub-sequence a string", "kcl", kcl, []map[string]types.AttributeValue{
+			{"leaseKey": S(s0), "checkpoint": S(seqs[s0]), "checkpointSubSequenceNumber": S("7"), "leaseCounter": N("1")}},
+			[]string{"item leaseKey " + s0, "checkpointSubSequenceNumber", "of type S", `"7"`, "expected N"}},
+		{"kcl checkpoint a number", "kcl", kcl, []map[string]types.AttributeValue{
+			{"leaseKey": S(s0), "checkpoint": N("4959"), "leaseCounter": N("1")}},
+			[]string{"item leaseKey " + s0, "attribute checkpoint is of type N", "expected S"}},
+		{"aws_kinesis sequence a number", "aws_kinesis", awsk, []map[string]types.AttributeValue{
+			{"StreamID": S("orders"), "ShardID": S(s0), "SequenceNumber": N("49590338271490256608")}},
+			[]string{"item StreamID orders, ShardID " + s0, "attribute SequenceNumber is of type N", "expected S"}},
+		{"kcl beyond its shard", "kcl", kcl, []map[string]types.AttributeValue{
+			{"leaseKey": S(s0), "checkpoint": S(strings.Repeat("9", 56)), "leaseCounter": N("1")}},
+			[]string{"shard " + s0, strings.Repeat("9", 56) + " is not a position in shard " + s0, "which holds 49"}},
+		{"aws_kinesis of another shard", "aws_kinesis", awsk, []map[string]types.AttributeValue{
+			{"StreamID": S("orders"), "ShardID": S(s0), "SequenceNumber": S(seqs[s1])}},
+			[]string{seqs[s1] + " is not a position in shard " + s0, "which holds 49"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := table(t, tc.keys, tc.items...)
+			out, err := importCmd(t, "--from", tc.from, "--from-table", name)
+			if err == nil {
+				t.Fatalf("import succeeded:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the error does not name %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+
+	t.Run("kcl shard not in the stream", func(t *testing.T) {
+		t.Parallel()
+		name := table(t, kcl,
+			map[string]types.AttributeValue{"leaseKey": S(s0), "checkpoint": S(seqs[s0]), "leaseCounter": N("1")},
+			map[string]types.AttributeValue{"leaseKey": S("shardId-000000000009"), "checkpoint": S(seqs[s1]), "leaseCounter": N("1")})
+		out, err := importCmd(t, "--from", "kcl", "--from-table", name)
+		if err != nil || !strings.Contains(out, "Imported the positions of 1 shards") || !strings.Contains(out, "Not imported: positions of shards not in the stream") || !strings.Contains(out, "shardId-000000000009") {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("kcl lease with a live owner", func(t *testing.T) {
+		t.Parallel()
+		name := table(t, kcl, map[string]types.AttributeValue{"leaseKey": S(s0), "checkpoint": S(seqs[s0]), "leaseOwner": S("kcl-worker-1"), "leaseCounter": N("1")})
+		// The KCL worker renews its lease while the import looks.
+		done := make(chan struct{})
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			for n := 2; ; n++ {
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				ddb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(name), Item: map[string]types.AttributeValue{
+					"leaseKey": S(s0), "checkpoint": S(seqs[s0]), "leaseOwner": S("kcl-worker-1"), "leaseCounter": N(fmt.Sprint(n))}})
+			}
+		}()
+		out, err := importCmd(t, "--from", "kcl", "--from-table", name)
+		close(done)
+		<-renewed
+		if err == nil || !strings.Contains(out, "leased to KCL worker kcl-worker-1") || !strings.Contains(out, "--force") {
+			t.Fatalf("import while a KCL worker renews its lease: %v\n%s", err, out)
+		}
+		// Stopped: its counter no longer moves, and the import goes ahead.
+		if out, err := importCmd(t, "--from", "kcl", "--from-table", name); err != nil {
+			t.Fatalf("import once the KCL worker stopped: %v\n%s", err, out)
+		}
+	})
 }
