@@ -18,12 +18,13 @@ type shardInfo struct {
 	hashLow  string   // hash key range, decimal, inclusive
 	hashHigh string
 	startSeq string // the shard's starting sequence number, when listed
+	endSeq   string // its ending sequence number, when listed closed
 	listed   bool   // from ListShards; false when learnt from ChildShards
 }
 
 // coordShard is the shard as a coordinator knows it.
 func (sh shardInfo) coordShard() coord.Shard {
-	return coord.Shard{ID: sh.id, StartSeq: sh.startSeq, Parents: sh.parents}
+	return coord.Shard{ID: sh.id, StartSeq: sh.startSeq, EndSeq: sh.endSeq, Listed: sh.listed, Parents: sh.parents}
 }
 
 func coordShardList(shards []shardInfo) []coord.Shard {
@@ -63,7 +64,7 @@ func listShards(ctx context.Context, api awsclient.ListShardsAPI, streamARN stri
 func shardInfoOf(sh types.Shard) shardInfo {
 	info := shardInfo{id: aws.ToString(sh.ShardId), listed: true}
 	if r := sh.SequenceNumberRange; r != nil {
-		info.startSeq = aws.ToString(r.StartingSequenceNumber)
+		info.startSeq, info.endSeq = aws.ToString(r.StartingSequenceNumber), aws.ToString(r.EndingSequenceNumber)
 	}
 	for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
 		if p != nil && *p != "" {

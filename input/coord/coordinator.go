@@ -111,6 +111,8 @@ type FirstPin struct {
 type Shard struct {
 	ID       string
 	StartSeq string   // its starting sequence number, when listed
+	EndSeq   string   // its ending sequence number, when listed closed
+	Listed   bool     // by ListShards (not only learnt from a parent's end)
 	Parents  []string // zero, one (split) or two (merge) shard ids
 }
 

@@ -123,6 +123,14 @@ func (c *localCoordinator) Changed() <-chan struct{} { return nil } // nothing c
 
 func (c *localCoordinator) Prune(listed map[string]Shard) []string {
 	unfinished, _ := c.pos.Prune(listed)
+	for id, cp := range c.pos.Contradicted(listed, func(id string) string {
+		return fmt.Sprintf("stop the pipeline and set it with `benthos-kinesis checkpoint set --dir <checkpoint.dir> --stream %s --shard %s` and one of --to-trim-horizon, --to-timestamp or --after-sequence", c.st.Name, id)
+	}) {
+		if cp.Ended { // no reader starts to say so
+			c.st.Log.Errorf("stream %s shard %s: not read: %v", c.st.Name, id, cp.Broken)
+		}
+	}
+	c.st.Metrics.BrokenCheckpoints.Set(int64(c.pos.Broken()), c.st.Name)
 	return unfinished
 }
 

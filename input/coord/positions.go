@@ -1,11 +1,13 @@
 package coord
 
 import (
+	"fmt"
 	"maps"
 	"sync"
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
 // Positions is what one stream's instance knows of where each shard stands:
@@ -267,6 +269,69 @@ func (p *Positions) Unended() int {
 	n := 0
 	for _, cp := range p.state.Shards {
 		if !cp.Ended {
+			n++
+		}
+	}
+	return n
+}
+
+// Contradicts reports a stored checkpoint that the listing of its shard
+// proves wrong: a position below the shard's starting sequence number or
+// above its ending one, or an end stored for a shard the service lists as
+// open. Reading from such a position would skip records or fail for ever;
+// an open shard's upper bound is not known, so nothing above its start is
+// refused here.
+func Contradicts(sh Shard, cp checkpoint.Checkpoint) error {
+	if !sh.Listed || cp.Broken != nil {
+		return nil
+	}
+	if p := cp.Position; p != nil && checkpoint.CheckSequence("", p.Sequence) == nil {
+		end := "now (open)"
+		if sh.EndSeq != "" {
+			end = sh.EndSeq
+		}
+		below := sh.StartSeq != "" && shard.CompareSequence(p.Sequence, sh.StartSeq) < 0
+		above := sh.EndSeq != "" && shard.CompareSequence(p.Sequence, sh.EndSeq) > 0
+		if below || above {
+			return fmt.Errorf("the stored position %s is not in shard %s, which holds %s to %s", p.Sequence, sh.ID, sh.StartSeq, end)
+		}
+	}
+	if cp.Ended && sh.EndSeq == "" {
+		return fmt.Errorf("shard %s is stored as read to its end (SHARD_END), but the service lists it open (no ending sequence number)", sh.ID)
+	}
+	return nil
+}
+
+// Contradicted marks, with the reason and the fix, the checkpoints of listed
+// shards that the listing proves wrong (Contradicts), so that no reader
+// starts from them; it returns those newly marked, by shard. fix says how
+// to set a shard again, given its id.
+func (p *Positions) Contradicted(listed map[string]Shard, fix func(shardID string) string) map[string]checkpoint.Checkpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]checkpoint.Checkpoint{}
+	for id, cp := range p.state.Shards {
+		sh, ok := listed[id]
+		if !ok {
+			continue
+		}
+		if err := Contradicts(sh, cp); err != nil {
+			cp.Broken = fmt.Errorf("%w: the shard is not read until its checkpoint is set again: %s", err, fix(id))
+			p.state.Shards[id] = cp
+			delete(p.endsSaved, id)
+			out[id] = cp
+		}
+	}
+	return out
+}
+
+// Broken is the number of shards whose checkpoint is broken.
+func (p *Positions) Broken() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, cp := range p.state.Shards {
+		if cp.Broken != nil {
 			n++
 		}
 	}

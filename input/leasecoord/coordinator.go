@@ -124,6 +124,8 @@ type leaseCoordinator struct {
 	created  time.Time
 	// broken is what is known of the stream's malformed items.
 	broken *brokenItems
+	// listed is the last listing of the stream's shards (see Prune).
+	listed map[string]coord.Shard
 }
 
 // load announces this instance, reads every item of the stream, and agrees
@@ -322,6 +324,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 // case the listing that lacks it is only behind; it is never taken
 // unlisted).
 func (c *leaseCoordinator) Prune(listed map[string]coord.Shard) []string {
+	c.listed = listed
 	unfinished, finished := c.pos.Prune(listed)
 	for _, id := range append(unfinished, finished...) {
 		delete(c.unstored, id)

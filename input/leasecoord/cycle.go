@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
@@ -36,6 +37,12 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	now := time.Now()
 	c.view.observe(sc, now)
+	for _, it := range sc.Shards {
+		if err := coord.Contradicts(c.listed[it.ShardID], it.Checkpoint); err != nil {
+			sc.Broken = append(sc.Broken, lease.BrokenItem{Key: it.Key(), ShardID: it.ShardID,
+				Err: fmt.Errorf("lease table %q, item %s: %w", c.table.Name(), it.Key(), err)})
+		}
+	}
 	c.reportBroken(sc, now)
 
 	var claims []claim

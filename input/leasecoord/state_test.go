@@ -518,3 +518,37 @@ type syncLog struct {
 
 func (l *syncLog) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
 func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// TestLeaseEndOnAnOpenShardIsReported: a shard item that says SHARD_END for
+// a shard the listing shows open is reported at ERROR with the fix, and
+// counted. Before, the item was skipped as a finished shard, every cycle,
+// and the shard's records were never read, with nothing logged.
+func TestLeaseEndOnAnOpenShardIsReported(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	var logs syncLog
+	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&logs, nil)))))
+	lc := newLeaseCoordination(m, Options{InstanceID: "a", LeasePeriod: time.Minute, StealLimit: 4})
+	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	first, err := c.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]coord.Shard{"s0": {ID: "s0", StartSeq: "1", Listed: true}}
+	if err := c.Pin(t.Context(), []coord.Shard{listed["s0"]}, first.Start, first.Due); err != nil {
+		t.Fatal(err)
+	}
+	it := itemOf(t, m, "s0")
+	if err := m.Overwrite(t.Context(), lease.Shard{Stream: testARN, ShardID: "s0", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true, ShardStart: "1"}}, &it); err != nil {
+		t.Fatal(err)
+	}
+	c.Prune(listed)
+	c.Cycle(t.Context(), everyShard)
+	c.Cycle(t.Context(), everyShard)
+	if n := strings.Count(logs.String(), "shard s0: not read"); n != 1 {
+		t.Fatalf("reported %d times in 2 cycles, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "SHARD_END), but the service lists it open") || !strings.Contains(logs.String(), "checkpoint set --table memory --stream orders --shard s0 --force") {
+		t.Fatalf("the report does not say what is wrong and the fix:\n%s", logs.String())
+	}
+}
