@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
@@ -94,6 +95,8 @@ type shardRow struct {
 	// Broken says why what is stored for the shard cannot be read from:
 	// the input does not read the shard until it is set again.
 	Broken string `json:"broken,omitempty"`
+
+	cp *checkpoint.Checkpoint // as stored, when it could be read
 }
 
 func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
@@ -147,7 +150,33 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 			rows = append(rows, r)
 		}
 	}
+	if err := markContradicted(ctx, t, rows); err != nil {
+		return err
+	}
 	return printRows(t, rows, c.Bool("json"))
+}
+
+// markContradicted marks BROKEN the rows whose stored checkpoint the
+// stream's listing proves wrong (coord.Contradicts): the input does not read
+// them.
+func markContradicted(ctx context.Context, t streamTarget, rows []shardRow) error {
+	shards, err := listShards(ctx, t.client, t.streamARN)
+	if err != nil {
+		return err
+	}
+	byID := map[string]coord.Shard{}
+	for _, s := range shards {
+		byID[s.id] = coord.Shard{ID: s.id, StartSeq: s.start, EndSeq: s.end, Listed: true}
+	}
+	for i, r := range rows {
+		if r.Broken != "" || r.cp == nil {
+			continue
+		}
+		if err := coord.Contradicts(byID[r.Shard], *r.cp); err != nil {
+			rows[i].Broken = err.Error()
+		}
+	}
+	return nil
 }
 
 // printRows prints shards sorted by id, as a table or as JSON.
@@ -187,7 +216,7 @@ func printRows(t streamTarget, rows []shardRow, asJSON bool) error {
 }
 
 func rowOf(id string, cp checkpoint.Checkpoint) shardRow {
-	r := shardRow{Shard: id, Ended: cp.Ended, Start: cp.Start.Kind}
+	r := shardRow{Shard: id, Ended: cp.Ended, Start: cp.Start.Kind, cp: &cp}
 	if ts := cp.Start.Timestamp; ts != nil {
 		r.Start += " " + ts.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
@@ -33,6 +34,16 @@ func TestCheckpointShow(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// Positions of shard 0 (at its start); shard 1 is closed by a split,
+	// so that its end is one the listing allows.
+	listed, err := srv.Shards("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq0 := aws.ToString(listed[0].SequenceNumberRange.StartingSequenceNumber)
+	if _, err := srv.SplitShard("orders", "shardId-000000000001", ""); err != nil {
+		t.Fatal(err)
+	}
 
 	// The local store, locked by an open store as by a running pipeline.
 	cpDir := filepath.Join(dir, "cp")
@@ -43,7 +54,7 @@ func TestCheckpointShow(t *testing.T) {
 	defer store.Close()
 	ts := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	st := checkpoint.Stream{ARN: arn, Shards: map[string]checkpoint.Checkpoint{
-		"shardId-000000000000": {Start: checkpoint.Start{Kind: "AT_TIMESTAMP", Timestamp: &ts}, Position: &checkpoint.Position{Sequence: "4901", SubSequence: 3, Partial: true}},
+		"shardId-000000000000": {Start: checkpoint.Start{Kind: "AT_TIMESTAMP", Timestamp: &ts}, Position: &checkpoint.Position{Sequence: seq0, SubSequence: 3, Partial: true}},
 		"shardId-000000000001": {Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true},
 	}}
 	if _, err := store.Load(t.Context(), arn); err != nil {
@@ -56,7 +67,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("show --dir: %v\n%s", err, out)
 	}
-	for _, want := range []string{"SHARD", "shardId-000000000000  4901/3", "AT_TIMESTAMP 2026-12-01T00:00:00.000Z", "shardId-000000000001  SHARD_END"} {
+	for _, want := range []string{"SHARD", "shardId-000000000000  " + seq0 + "/3", "AT_TIMESTAMP 2026-12-01T00:00:00.000Z", "shardId-000000000001  SHARD_END"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show --dir lacks %q:\n%s", want, out)
 		}
@@ -76,7 +87,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := checkpoint.Position{Sequence: "4999"}
+	pos := checkpoint.Position{Sequence: seq0}
 	if _, err := tb.Hold(t.Context(), arn, it.ShardID, "worker-a", it.Counter, lease.Write{Checkpoint: &checkpoint.Checkpoint{Position: &pos}, KeepAsked: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +102,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("show --json printed no JSON (%v):\n%s", err, out)
 	}
-	want := shardRow{Shard: "shardId-000000000000", Position: "4999", Start: "TRIM_HORIZON", Owner: "worker-a", Counter: 2}
+	want := shardRow{Shard: "shardId-000000000000", Position: seq0, Start: "TRIM_HORIZON", Owner: "worker-a", Counter: 2}
 	if got.StreamARN != arn || len(got.Shards) != 1 || got.Shards[0] != want {
 		t.Fatalf("show --table --json: %+v, want %s and %+v", got, arn, want)
 	}
@@ -105,8 +116,9 @@ func TestCheckpointShow(t *testing.T) {
 }
 
 // TestCheckpointShowBrokenFileAndMissingDir: a shard of a checkpoint file
-// whose position is not a sequence number is shown BROKEN with the reason
-// (before, it was printed as if it were a position), and a --dir that does
+// whose position is not a sequence number, or is below its shard's start,
+// is shown BROKEN with the reason (before, it was printed as if it were a
+// position), and a --dir that does
 // not exist is an error saying so (before: exit 0 and "no checkpoint").
 func TestCheckpointShowBrokenFileAndMissingDir(t *testing.T) {
 	t.Parallel()
@@ -137,7 +149,9 @@ func TestCheckpointShowBrokenFileAndMissingDir(t *testing.T) {
 	if err != nil {
 		t.Fatalf("show --dir: %v\n%s", err, out)
 	}
-	for _, want := range []string{"shardId-000000000000  BROKEN", "shardId-000000000000 is BROKEN", "position.sequence_number", "not-a-number", "shardId-000000000001  4901"} {
+	for _, want := range []string{"shardId-000000000000  BROKEN", "shardId-000000000000 is BROKEN", "position.sequence_number", "not-a-number",
+		// Below its shard's start: the listing proves it wrong.
+		"shardId-000000000001 is BROKEN", "the stored position 4901 is not in shard shardId-000000000001, which holds 49"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show --dir lacks %q:\n%s", want, out)
 		}
