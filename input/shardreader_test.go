@@ -161,6 +161,25 @@ func TestAShardReadsOneReadAhead(t *testing.T) {
 // read; and once the shard is set again every record of it arrives once.
 func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 	t.Parallel()
+	cases := []struct {
+		name, seq string
+		want      []string
+	}{
+		{"not a number", "not-a-number", []string{"position.sequence_number", "not-a-number"}},
+		// Below the shard's starting sequence number: before, the service
+		// refused it and the reader fell back to TRIM_HORIZON, skipping
+		// every record up to the position.
+		{"below its shard", "4901", []string{"the stored position 4901 is not in shard shardId-000000000000, which holds 49"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testMalformedCheckpoint(t, tc.seq, tc.want)
+		})
+	}
+}
+
+func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	const shard0, shard1 = "shardId-000000000000", "shardId-000000000001"
 	srv := newFake(t, kinesisfake.Stream("orders", 2))
 	dir := t.TempDir()
@@ -168,7 +187,7 @@ func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 	arn := srv.StreamARN("orders")
 	path := filepath.Join(dir, "us-east-1.000000000000.orders.json")
 	doc := `{"version": 1, "stream_arn": "` + arn + `", "stream_created": "0001-01-01T00:00:00Z", "shards": {
-  "` + shard0 + `": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "not-a-number"}},
+  "` + shard0 + `": {"start": {"kind": "TRIM_HORIZON"}, "position": {"sequence_number": "` + seq + `"}},
   "` + shard1 + `": {"start": {"kind": "TRIM_HORIZON"}}}}`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -201,9 +220,9 @@ func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 			line = l
 		}
 	}
-	for _, want := range []string{"level=ERROR", "shard " + shard0, path, "position.sequence_number", "not-a-number", "benthos-kinesis checkpoint set --dir " + dir} {
-		if !strings.Contains(line, want) {
-			t.Errorf("the log line does not name %q: %s", want, line)
+	for _, w := range append([]string{"level=ERROR", "shard " + shard0, path, "benthos-kinesis checkpoint set --dir " + dir}, want...) {
+		if !strings.Contains(line, w) {
+			t.Errorf("the log line does not name %q: %s", w, line)
 		}
 	}
 	if strings.Contains(logs.String(), "GetShardIterator") {
@@ -213,7 +232,7 @@ func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 		t.Errorf("kinesis_broken_checkpoints is %d, want 1", n)
 	}
 	// The stored value is kept for the operator to see, not replaced.
-	if data, _ := os.ReadFile(path); !strings.Contains(string(data), "not-a-number") {
+	if data, _ := os.ReadFile(path); !strings.Contains(string(data), `"`+seq+`"`) {
 		t.Fatalf("the malformed position was overwritten:\n%s", data)
 	}
 

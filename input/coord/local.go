@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -124,7 +125,12 @@ func (c *localCoordinator) Changed() <-chan struct{} { return nil } // nothing c
 func (c *localCoordinator) Prune(listed map[string]Shard) []string {
 	unfinished, _ := c.pos.Prune(listed)
 	for id, cp := range c.pos.Contradicted(listed, func(id string) string {
-		return fmt.Sprintf("stop the pipeline and set it with `benthos-kinesis checkpoint set --dir <checkpoint.dir> --stream %s --shard %s` and one of --to-trim-horizon, --to-timestamp or --after-sequence", c.st.Name, id)
+		dir, where := "<checkpoint.dir>", "the checkpoint file"
+		if f, ok := c.store.(interface{ Path(string) string }); ok {
+			path := f.Path(c.st.ARN)
+			dir, where = filepath.Dir(path), fmt.Sprintf("checkpoint file %q", path)
+		}
+		return fmt.Sprintf("it is stored in %s: stop the pipeline and set it with `benthos-kinesis checkpoint set --dir %s --stream %s --shard %s` and one of --to-trim-horizon, --to-timestamp or --after-sequence", where, dir, c.st.Name, id)
 	}) {
 		if cp.Ended { // no reader starts to say so
 			c.st.Log.Errorf("stream %s shard %s: not read: %v", c.st.Name, id, cp.Broken)
