@@ -140,16 +140,16 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// TestBrokenLeaseItemsAreReportedShownAndSet: five shards of a stream have
+// TestBrokenLeaseItemsAreReportedShownAndSet: six shards of a stream have
 // lease items no instance writes: a leaseCounter of type S, a kind stored
 // as a number, a checkpoint stored as a number, a second item under
-// another leaseKey, and SHARD_END on a shard listed open; a sixth shard is
-// well-formed. Before, each of the four
+// another leaseKey, SHARD_END on a shard listed open, and an item of another
+// schema at the shard's key; a seventh shard is well-formed. Before, each of the four
 // stopped its shard for good with one debug line ("another instance took
 // the lease first") a second, or none, `checkpoint show` printed them as
 // normal (or left them out), and `checkpoint set --force` failed "changed in
-// the lease table ... (an instance is running)". Now the run reads the sixth
-// shard and reports each of the five at ERROR with the attribute and the
+// the lease table ... (an instance is running)". Now the run reads the seventh
+// shard and reports each of the six at ERROR with the attribute and the
 // fix; show marks them BROKEN with the reason; set --force, while the run
 // goes on, replaces them; and every record of every shard arrives once.
 func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
@@ -159,10 +159,10 @@ func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 6))
+	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 7))
 	arn := srv.StreamARN("orders")
 	var want []string
-	for i := range 6 {
+	for i := range 7 {
 		id := fmt.Sprintf("shardId-%012d", i)
 		if err := srv.PutToShard("orders", id, 4, func(j int) []byte { return fmt.Appendf(nil, "r%d-%d", i, j) }); err != nil {
 			t.Fatal(err)
@@ -194,10 +194,16 @@ func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 	item(2, "", map[string]types.AttributeValue{"checkpoint": N("4959")})
 	item(3, "copy-of-shard-3", nil)
 	item(4, "", map[string]types.AttributeValue{"checkpoint": S("SHARD_END")})
+	// Another program's item at shard 5's key: no streamArn, so no scan of
+	// the stream sees it.
+	if _, err := d.Client().PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String("leases"), Item: map[string]types.AttributeValue{
+		"leaseKey": S(lease.ShardKey(arn, "shardId-000000000005")), "owner": S("another-app"), "version": N("7")}}); err != nil {
+		t.Fatal(err)
+	}
 
 	p := startPipeline(t, bin, srv, ca, "dynamodb: { table: leases, endpoint: '"+d.Endpoint+"', lease_period: 2s }", "broken-run")
 	waitLinesOrLog(t, p, 4)
-	reports := map[int]string{0: "leaseCounter", 1: "attribute kind", 2: "attribute checkpoint", 3: "second item of shard", 4: "SHARD_END), but the service lists it open"}
+	reports := map[int]string{0: "leaseCounter", 1: "attribute kind", 2: "attribute checkpoint", 3: "second item of shard", 4: "SHARD_END), but the service lists it open", 5: "attribute kind is missing"}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		log, _ := os.ReadFile(p.log)
@@ -218,12 +224,12 @@ func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of the 5 broken items not reported at ERROR within 30 s:\n%s", missing, log)
+			t.Fatalf("%d of the 6 broken items not reported at ERROR within 30 s:\n%s", missing, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got := readOutput(t, p.out); len(got) != 4 {
-		t.Fatalf("read %d records while 5 shards are broken, want the 4 of the sixth", len(got))
+		t.Fatalf("read %d records while 6 shards are broken, want the 4 of the seventh", len(got))
 	}
 
 	cli := func(args ...string) (string, error) {
@@ -242,14 +248,14 @@ func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 			t.Errorf("show does not mark %s BROKEN with %q:\n%s", id, attr, out)
 		}
 	}
-	set := []string{"set", "--shard", "shardId-000000000000", "--shard", "shardId-000000000001", "--shard", "shardId-000000000002", "--shard", "shardId-000000000003", "--shard", "shardId-000000000004", "--to-trim-horizon"}
+	set := []string{"set", "--shard", "shardId-000000000000", "--shard", "shardId-000000000001", "--shard", "shardId-000000000002", "--shard", "shardId-000000000003", "--shard", "shardId-000000000004", "--shard", "shardId-000000000005", "--to-trim-horizon"}
 	if out, err := cli(set...); err == nil || !strings.Contains(out, "give --force") {
 		t.Fatalf("set while an instance runs, without --force: %v\n%s", err, out)
 	}
-	if out, err := cli(append(set, "--force")...); err != nil || !strings.Contains(out, "Moved 5 shards") {
+	if out, err := cli(append(set, "--force")...); err != nil || !strings.Contains(out, "Moved 6 shards") {
 		t.Fatalf("set --force: %v\n%s", err, out)
 	}
-	got := p.stopAfter(24)
+	got := p.stopAfter(28)
 	if d := datas(got); !sameSet(d, want) {
 		t.Fatalf("after set --force the run read %v, want each of %v once", d, want)
 	}

@@ -23,8 +23,9 @@ type brokenItems struct {
 	// when pinning (a foreign item at a shard's key is not of the stream,
 	// so no scan sees it), by leaseKey.
 	found map[string]lease.BrokenItem
-	// pinned holds those met when pinning, by leaseKey.
-	pinned map[string]lease.BrokenItem
+	// scan holds those of the last scan, pinned those met when pinning,
+	// by leaseKey.
+	scan, pinned map[string]lease.BrokenItem
 	// reported holds, by leaseKey, the message last reported and when.
 	reported map[string]brokenReport
 }
@@ -35,7 +36,7 @@ type brokenReport struct {
 }
 
 func newBrokenItems() *brokenItems {
-	return &brokenItems{found: map[string]lease.BrokenItem{}, pinned: map[string]lease.BrokenItem{}, reported: map[string]brokenReport{}}
+	return &brokenItems{found: map[string]lease.BrokenItem{}, scan: map[string]lease.BrokenItem{}, pinned: map[string]lease.BrokenItem{}, reported: map[string]brokenReport{}}
 }
 
 // pinFailed takes in the error of creating shard id's item: it reports
@@ -62,8 +63,10 @@ func (b *brokenItems) pinDone(id string) {
 // pinning), and returns the ones due to be reported at now.
 func (b *brokenItems) scanned(sc lease.Scan, now time.Time) []lease.BrokenItem {
 	found := maps.Clone(b.pinned)
+	b.scan = map[string]lease.BrokenItem{}
 	for _, it := range sc.Broken {
 		found[it.Key] = it
+		b.scan[it.Key] = it
 	}
 	b.found = found
 	var due []lease.BrokenItem
@@ -87,6 +90,17 @@ func (b *brokenItems) scanned(sc lease.Scan, now time.Time) []lease.BrokenItem {
 // shard reports whether a shard has a broken item.
 func (b *brokenItems) shard(id string) bool {
 	for _, it := range b.found {
+		if it.ShardID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// scannedShard reports whether the last scan found a broken item of a shard.
+// (One met when pinning is not in any scan: pinning tries it again.)
+func (b *brokenItems) scannedShard(id string) bool {
+	for _, it := range b.scan {
 		if it.ShardID == id {
 			return true
 		}

@@ -281,7 +281,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	}
 	var todo []lease.Shard
 	for id, parents := range c.unstored {
-		if c.broken.shard(id) {
+		if c.broken.scannedShard(id) {
 			continue // its item is malformed: reported, not replaced
 		}
 		cp, _ := c.pos.Of(id)
