@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
@@ -363,7 +364,7 @@ func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string
 	if s.start != "" && shard.CompareSequence(seq, s.start) < 0 {
 		return refuse("")
 	}
-	if s.closed && shard.CompareSequence(seq, s.end) > 0 {
+	if coord.KnownEnd(s.start, s.end) && shard.CompareSequence(seq, s.end) > 0 {
 		return refuse("")
 	}
 	_, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{

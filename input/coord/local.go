@@ -44,6 +44,9 @@ type localCoordinator struct {
 	// saveMu serializes saves, so that a later snapshot is never
 	// overwritten by an earlier one.
 	saveMu sync.Mutex
+	// checked is set once the loaded checkpoints were checked against a
+	// listing (owned by the stream's run loop).
+	checked bool
 }
 
 // load reads the stream's checkpoints. A stream that was deleted and
@@ -124,6 +127,13 @@ func (c *localCoordinator) Changed() <-chan struct{} { return nil } // nothing c
 
 func (c *localCoordinator) Prune(listed map[string]Shard) []string {
 	unfinished, _ := c.pos.Prune(listed)
+	if c.checked {
+		return unfinished
+	}
+	// The stored checkpoints against the first listing: later ones only
+	// hold what this instance's readers set, and an end set after a listing
+	// was taken is no contradiction.
+	c.checked = true
 	for id, cp := range c.pos.Contradicted(listed, func(id string) string {
 		dir, where := "<checkpoint.dir>", "the checkpoint file"
 		if f, ok := c.store.(interface{ Path(string) string }); ok {

@@ -291,7 +291,7 @@ func Contradicts(sh Shard, cp checkpoint.Checkpoint) error {
 			end = sh.EndSeq
 		}
 		below := sh.StartSeq != "" && shard.CompareSequence(p.Sequence, sh.StartSeq) < 0
-		above := sh.EndSeq != "" && shard.CompareSequence(p.Sequence, sh.EndSeq) > 0
+		above := KnownEnd(sh.StartSeq, sh.EndSeq) && shard.CompareSequence(p.Sequence, sh.EndSeq) > 0
 		if below || above {
 			return fmt.Errorf("the stored position %s is not in shard %s, which holds %s to %s", p.Sequence, sh.ID, sh.StartSeq, end)
 		}
@@ -300,6 +300,14 @@ func Contradicts(sh Shard, cp checkpoint.Checkpoint) error {
 		return fmt.Errorf("shard %s is stored as read to its end (SHARD_END), but the service lists it open (no ending sequence number)", sh.ID)
 	}
 	return nil
+}
+
+// KnownEnd reports whether a listed ending sequence number bounds the
+// shard's positions: kinesis-local, for one, lists 9223372036854775807 as
+// the end of every closed shard, below its starting sequence number.
+func KnownEnd(start, end string) bool {
+	return end != "" && checkpoint.CheckSequence("", end) == nil &&
+		(start == "" || checkpoint.CheckSequence("", start) != nil || shard.CompareSequence(end, start) >= 0)
 }
 
 // Contradicted marks, with the reason and the fix, the checkpoints of listed

@@ -59,7 +59,7 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, pos: pos,
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
-		unstored: map[string][]string{}, broken: newBrokenItems(),
+		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
 	}
 }
 
@@ -124,8 +124,13 @@ type leaseCoordinator struct {
 	created  time.Time
 	// broken is what is known of the stream's malformed items.
 	broken *brokenItems
-	// listed is the last listing of the stream's shards (see Prune).
-	listed map[string]coord.Shard
+	// listed is the last listing of the stream's shards (see Prune), taken
+	// at listedAt; endSeen holds when each item was first seen ended. An
+	// end is held against a listing taken after it only: an earlier one
+	// may show the shard open still.
+	listed   map[string]coord.Shard
+	listedAt time.Time
+	endSeen  map[string]time.Time
 }
 
 // load announces this instance, reads every item of the stream, and agrees
@@ -324,7 +329,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 // case the listing that lacks it is only behind; it is never taken
 // unlisted).
 func (c *leaseCoordinator) Prune(listed map[string]coord.Shard) []string {
-	c.listed = listed
+	c.listed, c.listedAt = listed, time.Now()
 	unfinished, finished := c.pos.Prune(listed)
 	for _, id := range append(unfinished, finished...) {
 		delete(c.unstored, id)

@@ -37,12 +37,23 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	now := time.Now()
 	c.view.observe(sc, now)
+	ended := map[string]time.Time{}
 	for _, it := range sc.Shards {
+		if it.Checkpoint.Ended {
+			seen, ok := c.endSeen[it.ShardID]
+			if !ok {
+				seen = now
+			}
+			if ended[it.ShardID] = seen; !c.listedAt.After(seen) {
+				continue // ended after the listing was taken, maybe
+			}
+		}
 		if err := coord.Contradicts(c.listed[it.ShardID], it.Checkpoint); err != nil {
 			sc.Broken = append(sc.Broken, lease.BrokenItem{Key: it.Key(), ShardID: it.ShardID,
 				Err: fmt.Errorf("lease table %q, item %s: %w", c.table.Name(), it.Key(), err)})
 		}
 	}
+	c.endSeen = ended
 	c.reportBroken(sc, now)
 
 	var claims []claim

@@ -542,6 +542,13 @@ func TestLeaseEndOnAnOpenShardIsReported(t *testing.T) {
 	if err := m.Overwrite(t.Context(), lease.Shard{Stream: testARN, ShardID: "s0", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true, ShardStart: "1"}}, &it); err != nil {
 		t.Fatal(err)
 	}
+	// A listing taken before the end was seen proves nothing (the shard
+	// may have ended since); one taken after it does.
+	c.Prune(listed)
+	c.Cycle(t.Context(), everyShard)
+	if n := strings.Count(logs.String(), "shard s0: not read"); n != 0 {
+		t.Fatalf("reported against a listing older than the end:\n%s", logs.String())
+	}
 	c.Prune(listed)
 	c.Cycle(t.Context(), everyShard)
 	c.Cycle(t.Context(), everyShard)
