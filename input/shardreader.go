@@ -192,17 +192,26 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 // publish runs the publisher, retrying a failed read from after the last
 // record it delivered, until the shard ends or ctx ends.
 //
-// A start at or after a sequence number that Kinesis refuses as an invalid
-// argument (its record passed the retention period: an expired checkpoint)
-// is replaced by a read from TRIM_HORIZON that drops what the start would not
-// have read (see trimFallback).
+// A start at or after a sequence number is first checked against the
+// shard's range (see position.go): one outside it stops the shard. One that
+// Kinesis refuses as an invalid argument is replaced by a read from
+// TRIM_HORIZON that drops what the start would not have read (see
+// trimFallback), as long as that read shows the start's record trimmed; if
+// it shows the record still there, the shard stops and the start is tried
+// again now and then.
 func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
+	if err := outOfRange(start, r.info); err != nil {
+		r.stopOnPosition(ctx, start, err)
+		return
+	}
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
 	var fallback *trimFallback
-	verify := false // the last failure may mean the stream was deleted: check before reading
+	refused := false // start was refused with its record still there: no fallback for it
+	stopped := false // the kinesis_shard_stopped gauge is set
+	verify := false  // the last failure may mean the stream was deleted: check before reading
 	for {
 		if verify {
-			if err := r.sameShard(ctx, start); err != nil {
+			if _, err := r.sameShard(ctx, start); err != nil {
 				if errors.Is(err, errRecreated) {
 					r.awaitReset(ctx, err)
 					return
@@ -226,6 +235,19 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 				var expired bool
 				if b.Records, expired = fallback.filter(b.Records); expired {
 					r.checkpointExpired(fallback.from)
+				} else if fallback.present {
+					return errPositionRefused
+				}
+			}
+			if stopped {
+				stopped = false
+				r.s.in.metrics.stopped.Set(0, r.s.name, r.info.id)
+			}
+			var endErr error
+			if b.End {
+				if endErr = r.confirmEnd(dctx); endErr != nil {
+					// Its records are delivered; the end is not.
+					b.End, b.ChildShards = false, nil
 				}
 			}
 			select {
@@ -236,8 +258,8 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			if n := len(b.Records); n > 0 {
 				last = aws.ToString(b.Records[n-1].SequenceNumber)
 			}
-			if b.End {
-				return nil
+			if b.End || endErr != nil {
+				return endErr
 			}
 			// Fetch the next read once the reader is on this one's last
 			// part (see ready).
@@ -250,11 +272,28 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		})
 		if last != "" {
 			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
-			fallback = nil
+			fallback, refused = nil, false
 			bo.Reset() // the read made progress: a later failure starts the backoff afresh
 		}
 		if err == nil || ctx.Err() != nil {
 			return
+		}
+		switch {
+		case errors.Is(err, errPositionRefused):
+			fallback, refused, stopped = nil, true, true
+			wait := min(bo.Next(), positionRetry)
+			r.positionRefused(start, err, wait)
+			if backoff.Sleep(ctx, wait) != nil {
+				return
+			}
+			continue
+		case errors.Is(err, errEndUnconfirmed):
+			wait := bo.Next()
+			r.s.in.log.Warnf("stream %s shard %s: %v; the end is not taken, and the shard is read again from %v in %v (metric kinesis_shard_ends_unconfirmed)", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+			if backoff.Sleep(ctx, wait) != nil {
+				return
+			}
+			continue
 		}
 		if awserr.Is(err, "ResourceNotFoundException") || awserr.Is(err, "InvalidArgumentException") {
 			// The stream may have been deleted, and created again under its
@@ -262,20 +301,37 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			// the old stream's) would deliver what the new stream's own
 			// readers deliver again. Read on only once the shard listed is
 			// known to be this one; discovery resets the stream otherwise.
-			if serr := r.sameShard(ctx, start); serr != nil {
+			listed, serr := r.sameShard(ctx, start)
+			switch {
+			case serr != nil:
 				err = fmt.Errorf("%w; the shard is not read again until it is known to be the same: %v", err, serr)
 				if errors.Is(serr, errRecreated) {
 					r.awaitReset(ctx, err)
 					return
 				}
 				verify = true
-			} else {
+			case isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException"):
 				verify = false
-				if fallback == nil && isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException") {
+				if rerr := outOfRange(start, listed); rerr != nil {
+					r.stopOnPosition(ctx, start, fmt.Errorf("%v (Kinesis refused it: %v)", rerr, err))
+					return
+				}
+				if fallback == nil && !refused {
 					fallback = &trimFallback{from: start}
-					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position", r.s.name, r.info.id, start, err)
+					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", r.s.name, r.info.id, start, err)
 					continue
 				}
+				if refused {
+					stopped = true
+					wait := min(bo.Next(), positionRetry)
+					r.positionRefused(start, err, wait)
+					if backoff.Sleep(ctx, wait) != nil {
+						return
+					}
+					continue
+				}
+			default:
+				verify = false
 			}
 		}
 		wait := bo.Next()

@@ -133,10 +133,29 @@ func (s *streamReader) load(ctx context.Context) error {
 		return err
 	}
 	s.firstPin, s.firstStart = first.Due, first.Start
+	s.loaded(first)
 	s.events = make(chan shardEvent)
 	s.shards = map[string]shardInfo{}
 	s.running = map[string]context.CancelCauseFunc{}
 	return nil
+}
+
+// loaded says what the store held for the stream: a store found empty reads
+// from start_from, which after a restart that opened another store than the
+// one before (a relative directory from another working directory) skips
+// what was written meanwhile, so it must not pass in silence.
+func (s *streamReader) loaded(first coord.FirstPin) {
+	where, _ := s.in.conf.Coordination.store()
+	n := s.pos.Len()
+	if first.Due && n == 0 {
+		from := first.Start.Kind
+		if st, err := first.Start.ToShard(); err == nil {
+			from = st.String()
+		}
+		s.in.log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)", s.name, where, from, s.in.conf.StartFrom)
+		return
+	}
+	s.in.log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)
 }
 
 // firstStartFor is where the shards of the input's very first start are

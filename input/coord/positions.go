@@ -66,6 +66,13 @@ func (p *Positions) Of(shardID string) (checkpoint.Checkpoint, bool) {
 	return cp, ok
 }
 
+// Len returns the number of shards with a checkpoint.
+func (p *Positions) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.state.Shards)
+}
+
 // EndSaved reports whether a shard's end is durable.
 func (p *Positions) EndSaved(shardID string) bool {
 	p.mu.Lock()
