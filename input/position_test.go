@@ -3,6 +3,7 @@ package input
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,4 +163,58 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	p.StopWhen(t, out3, len(want0), time.Minute)
 	inputtest.CheckDelivery(t, out3.All(), want0, true)
 	inputtest.CheckOrder(t, out3.All())
+}
+
+// TestUnconfirmedShardEndIsNotTaken: a GetRecords answer without
+// NextShardIterator on a shard that ListShards lists open is not the shard's
+// end: it is warned about, counted, and the shard is read on; every record,
+// written before and after, arrives once, and the checkpoint is no end.
+//
+// Before, the answer was taken as the shard's end and committed as ended:
+// none of the shard's records ever arrived, before or after a restart, and
+// only a debug line said anything.
+func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
+	t.Parallel()
+	const shard0 = "shardId-000000000000"
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	var calls atomic.Int32
+	srv.Control("GetRecords", func(*kinesisfake.Request) (bool, int, []byte) {
+		if calls.Add(1) != 1 {
+			return false, 0, nil
+		}
+		return true, 200, []byte(`{"Records":[],"MillisBehindLatest":0}`)
+	})
+	want := fakeProduce(t, srv, "orders", "a", 10, 2)
+	logs := &inputtest.Logs{}
+	metrics := &inputtest.Metrics{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
+	waitUntil(t, time.Minute, func() bool { return len(out.All()) >= len(want) })
+	more := fakeProduce(t, srv, "orders", "b", 10, 2)
+	for d, k := range more {
+		want[d] = k
+	}
+	p.StopWhen(t, out, len(want), time.Minute)
+	if calls.Load() < 2 {
+		t.Fatal("the answer without NextShardIterator was not met: the test proves nothing")
+	}
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	inputtest.CheckOrder(t, out.All())
+	if cp := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders")).Shards[shard0]; cp.Ended {
+		t.Errorf("the open shard %s was committed as ended", shard0)
+	}
+	if n := metrics.Counter("kinesis_shard_ends_unconfirmed", "stream", "orders", "shard", shard0); n != 1 {
+		t.Errorf("kinesis_shard_ends_unconfirmed is %d, want 1", n)
+	}
+	warned := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "shard "+shard0) && strings.Contains(line, "ListShards") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("the unconfirmed end is not warned about, naming the shard and ListShards:\n%s", logs.String())
+	}
 }
