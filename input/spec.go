@@ -96,7 +96,11 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 `+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning. A stream deleted and created again under the same name (found by its creation time, or by a shard id that starts at another sequence number) drops the old checkpoints, with a warning, and is read afresh: `+"`latest`"+` then reads the new stream from its beginning, since all of it was written after the input first saw the name; the new checkpoints are kept across restarts.
 
-A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated (also when the refusal had another cause); a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated; a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+
+A checkpoint the shard cannot hold is never answered by skipping: one below the shard's first sequence number or above the last of a closed shard, or one Kinesis refuses while records at or before it are still in the shard (a sequence number of another shard, or beyond every record of this one). The shard is then not read; an error names the position, where it is kept and the `+"`benthos-kinesis checkpoint set`"+` command that sets it, and `+"`kinesis_shard_stopped`"+` is 1 for the shard. A refused one is tried again now and then (up to every 5 minutes), and read from once Kinesis takes it.
+
+A read that reports a shard's end (GetRecords without a next iterator, a fan-out event without a continuation) is taken only once ListShards lists the shard closed; otherwise the shard is read on and `+"`kinesis_shard_ends_unconfirmed`"+` counts it. At start the input says where its checkpoints are kept (the directory's absolute path, or the lease table) and, per stream, how many shards had a checkpoint, or that none had and where reading starts.
 
 ### Acknowledgements
 
@@ -127,6 +131,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_throttles: per stream and shard
 - kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
 - kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
+- kinesis_shard_stopped: gauge per stream and shard, 1 while the shard is not read because its checkpoint is a position the shard cannot hold
+- kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
