@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -90,6 +93,20 @@ func (r *shardReader) positionRefused(start shard.Start, cause error, wait time.
 	r.s.in.metrics.stopped.Set(1, r.s.name, r.info.id)
 	r.s.in.log.Errorf("stream %s shard %s: reading from %v: %v. The shard is not read, so that no record is skipped; the position is tried again in %v: %s",
 		r.s.name, r.info.id, start, cause, wait.Round(time.Second), r.positionFix())
+}
+
+// checkSequences refuses a read with a record whose sequence number is not
+// one: delivered, its checkpoint would be refused at the next start.
+func checkSequences(recs []types.Record) error {
+	for i := range recs {
+		if seq := aws.ToString(recs[i].SequenceNumber); !shard.ValidSequence(seq) {
+			if len(seq) > 64 {
+				seq = fmt.Sprintf("%s... (%d characters)", seq[:64], len(seq))
+			}
+			return fmt.Errorf("record %d of %d of a read has the sequence number %q, not a Kinesis sequence number (1 to %d decimal digits): the read is not taken", i+1, len(recs), seq, shard.MaxSequenceDigits)
+		}
+	}
+	return nil
 }
 
 // errEndUnconfirmed: a read reported the shard's end, and ListShards does not

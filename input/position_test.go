@@ -2,6 +2,7 @@ package input
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,5 +217,58 @@ func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("the unconfirmed end is not warned about, naming the shard and ListShards:\n%s", logs.String())
+	}
+}
+
+// TestReadWithABadSequenceNumberIsNotTaken: a GetRecords answer with a
+// record whose sequence number is not one (1,000 digits) is refused at error
+// level and read again; the record is neither delivered nor checkpointed,
+// and every record arrives once.
+//
+// Before, the record was delivered and its sequence number saved as the
+// checkpoint, which Kinesis refuses at the next start.
+func TestReadWithABadSequenceNumberIsNotTaken(t *testing.T) {
+	t.Parallel()
+	const shard0 = "shardId-000000000000"
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	bad := strings.Repeat("7", 1000)
+	var calls atomic.Int32
+	srv.Control("GetRecords", func(r *kinesisfake.Request) (bool, int, []byte) {
+		if calls.Add(1) != 1 {
+			return false, 0, nil
+		}
+		var in struct{ ShardIterator string }
+		if err := json.Unmarshal(r.Body, &in); err != nil {
+			t.Error(err)
+		}
+		body, _ := json.Marshal(map[string]any{
+			"Records":            []any{map[string]any{"SequenceNumber": bad, "Data": "Ym9ndXM=", "PartitionKey": "k"}},
+			"NextShardIterator":  in.ShardIterator,
+			"MillisBehindLatest": 0,
+		})
+		return true, 200, body
+	})
+	want := fakeProduce(t, srv, "orders", "a", 10, 2)
+	logs := &inputtest.Logs{}
+	out := &inputtest.Collector{}
+	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
+	p.StopWhen(t, out, len(want), time.Minute)
+	if calls.Load() < 2 {
+		t.Fatal("the bad answer was not met: the test proves nothing")
+	}
+	inputtest.CheckDelivery(t, out.All(), want, true)
+	if cp := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders")).Shards[shard0]; cp.Position == nil || len(cp.Position.Sequence) > 129 {
+		t.Errorf("checkpoint of %s: %+v", shard0, cp.Position)
+	}
+	said := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "not a Kinesis sequence number") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("the bad sequence number is not an error:\n%s", logs.String())
 	}
 }

@@ -231,6 +231,9 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			from = shard.Start{Kind: shard.TrimHorizon}
 		}
 		err := r.s.pub.Read(ctx, r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+			if err := checkSequences(b.Records); err != nil {
+				return err
+			}
 			if fallback != nil {
 				var expired bool
 				if b.Records, expired = fallback.filter(b.Records); expired {
