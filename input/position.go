@@ -49,7 +49,9 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 	if shard.CompareSequence(start.Sequence, sh.startSeq) < 0 {
 		return fmt.Errorf("sequence number %s is below the shard's first, %s: it is of another shard, or of the stream before it was deleted and created again", start.Sequence, sh.startSeq)
 	}
-	if sh.endSeq != "" && shard.CompareSequence(start.Sequence, sh.endSeq) > 0 {
+	// An end below the start is no end (kinesis-mock lists closed shards
+	// ending at 2^63-1, below every sequence number it gives).
+	if sh.endSeq != "" && shard.CompareSequence(sh.endSeq, sh.startSeq) >= 0 && shard.CompareSequence(start.Sequence, sh.endSeq) > 0 {
 		return fmt.Errorf("sequence number %s is above the shard's last, %s (the shard is closed; its sequence numbers run from %s to %s)", start.Sequence, sh.endSeq, sh.startSeq, sh.endSeq)
 	}
 	return nil
@@ -113,11 +115,15 @@ func checkSequences(recs []types.Record) error {
 // list the shard closed.
 var errEndUnconfirmed = errors.New("a read reported the shard's end, which ListShards does not confirm")
 
-// confirmEnd checks a shard's end reported by a read against ListShards: the
-// end of an open shard would commit it as ended and lose its records for
-// good, so it is taken only when the listing agrees (closed, or gone past the
-// retention period, which only closed shards do).
-func (r *shardReader) confirmEnd(ctx context.Context) error {
+// confirmEnd checks a shard's end reported by a read: the end of an open
+// shard would commit it as ended and lose its records for good. An end that
+// names the shard's children (ChildShards) is the service's word twice over;
+// one that does not is taken only when ListShards agrees (closed, or gone
+// past the retention period, which only closed shards do).
+func (r *shardReader) confirmEnd(ctx context.Context, b shard.Batch) error {
+	if len(b.ChildShards) > 0 {
+		return nil
+	}
 	listed, err := listShards(ctx, r.s.client, r.s.arn)
 	if err != nil {
 		return fmt.Errorf("%w yet: %v", errEndUnconfirmed, err)

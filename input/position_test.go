@@ -32,6 +32,7 @@ func TestOutOfRange(t *testing.T) {
 		{"far above an open shard", after("99999999999999999999999999"), open, false},
 		{"above a closed shard", after("201"), closed, true},
 		{"a closed shard's last", after("200"), closed, false},
+		{"an end below the start is no end", after("300"), shardInfo{id: "s", startSeq: "100", endSeq: "9"}, false},
 		{"at, below", shard.Start{Kind: shard.AtSequence, Sequence: "5"}, open, true},
 		{"trim horizon", shard.Start{Kind: shard.TrimHorizon}, closed, false},
 		{"a shard not listed", after("1"), shardInfo{id: "s"}, false},

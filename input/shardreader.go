@@ -248,7 +248,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			}
 			var endErr error
 			if b.End {
-				if endErr = r.confirmEnd(dctx); endErr != nil {
+				if endErr = r.confirmEnd(dctx, b); endErr != nil {
 					// Its records are delivered; the end is not.
 					b.End, b.ChildShards = false, nil
 				}
