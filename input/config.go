@@ -81,9 +81,6 @@ func fieldError(field string, value any, expected string, args ...any) error {
 	return fmt.Errorf("field %s: %q: %s", field, fmt.Sprint(value), fmt.Sprintf(expected, args...))
 }
 
-// consumerNameRE is what Kinesis accepts as a stream consumer's name.
-var consumerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
-
 // parseStreamRef accepts a stream name or a stream ARN.
 func parseStreamRef(s string) (streamRef, string, error) {
 	ref, region, err := awsclient.ParseStreamRef(s)
@@ -330,8 +327,10 @@ func parseEFO(pc *service.ParsedConfig, streams []streamRef) (efoConfig, error) 
 	if err != nil {
 		return c, err
 	}
-	if c.ConsumerName != "" && !consumerNameRE.MatchString(c.ConsumerName) {
-		return c, fieldError(ns+fEFOConsumerName, c.ConsumerName, "expected 1 to 128 of a-z A-Z 0-9 _ . -")
+	if c.ConsumerName != "" {
+		if err := efo.CheckConsumerName(c.ConsumerName); err != nil {
+			return c, fmt.Errorf("field %s%s: %w", ns, fEFOConsumerName, err)
+		}
 	}
 	switch c.Registration {
 	case registrationLazy, registrationEager:
