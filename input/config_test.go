@@ -40,6 +40,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"secret without id", base + "credentials: {secret: x}", []string{"field credentials", "id and secret go together"}},
 		{"bad role", base + "credentials: {role: reader}", []string{"field credentials.role", `"reader"`, "role ARN"}},
 		{"efo without consumer name", "streams: [a]", []string{"field efo.consumer_name", "needs a consumer name"}},
+		{"bad consumer name", "streams: [a]\nefo: {consumer_name: 'my app'}", []string{"field efo.consumer_name", `"my app"`, "expected a consumer name of 1 to 128"}},
 		{"eager without consumer name", "streams: [a]\nefo: {registration: eager}", []string{"field efo.consumer_name", "registration eager"}},
 		{"unknown registration", "streams: [a]\nefo: {consumer_name: app, registration: always}", []string{"field efo.registration", `"always"`, "lazy, eager or none"}},
 		{"none without ARNs", "streams: [a]\nefo: {registration: none}", []string{"field efo.consumer_arns", "every stream"}},
