@@ -1,6 +1,8 @@
 package input
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +176,23 @@ func TestStartTimestampBackFromNow(t *testing.T) {
 	}
 	if d := time.Since(in.conf.StartTimestamp); d < 89*time.Minute || d > 91*time.Minute {
 		t.Fatalf("start_timestamp -90m is %v ago", d)
+	}
+}
+
+// TestCheckpointLimitBound: checkpoint.limit is taken up to what the ack
+// tracker counts and no further (before, 9223372036854775807 was taken and
+// overflowed the warning about records read past the checkpoint).
+func TestCheckpointLimitBound(t *testing.T) {
+	t.Parallel()
+	const base = "streams: [a]\nreader: polling\ncheckpoint: {limit: %d}"
+	in, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit))
+	if err != nil || in.conf.CheckpointLimit != maxCheckpointLimit {
+		t.Fatalf("limit %d: %v", maxCheckpointLimit, err)
+	}
+	if first := behindWarnFactor * in.conf.CheckpointLimit; first <= 0 || first > math.MaxInt/(1<<20) {
+		t.Fatalf("the first warning at %d records past the checkpoint is near an overflow", first)
+	}
+	if _, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit+1)); err == nil || !strings.Contains(err.Error(), "field checkpoint.limit") {
+		t.Fatalf("limit %d: %v, want an error naming the field", maxCheckpointLimit+1, err)
 	}
 }
