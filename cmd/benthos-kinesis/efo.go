@@ -164,12 +164,31 @@ func checkFlags(c *cli.Context) error {
 }
 
 func registerAction(ctx context.Context, c *cli.Context, t streamTarget) error {
-	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, efo.WaitOptions{Timeout: c.Duration("timeout")})
+	stderr := c.App.ErrWriter
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	wait := efo.WaitOptions{Timeout: c.Duration("timeout"), Logger: warnings{stderr}}
+	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, wait)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(t.out, consumer.ARN)
 	return err
+}
+
+// warnings writes the warnings and errors of a wait (e.g. an endpoint that
+// does not answer, retried until --timeout) to w, the command's stderr;
+// stdout stays the command's answer alone.
+type warnings struct{ w io.Writer }
+
+func (warnings) Debugf(string, ...any) {}
+func (warnings) Infof(string, ...any)  {}
+func (l warnings) Warnf(format string, args ...any) {
+	fmt.Fprintf(l.w, "warning: "+format+"\n", args...)
+}
+func (l warnings) Errorf(format string, args ...any) {
+	fmt.Fprintf(l.w, "error: "+format+"\n", args...)
 }
 
 func describeAction(ctx context.Context, _ *cli.Context, t streamTarget) error {
