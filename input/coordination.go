@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
@@ -107,17 +108,26 @@ func (l *leaseConfig) check(conf config) error {
 	if err != nil {
 		return nil // Connect says why, and retries
 	}
-	if err := lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create); err != nil {
+	if err := lease.Check(ctx, l.client(cfg), l.Table, l.Create); err != nil {
 		return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	return nil
 }
 
 func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
-	t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+	t, err := lease.Open(ctx, l.client(cfg), l.Table, l.Create)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	log.Infof("checkpoints are kept in the lease table %s (region %s), sharing shards as instance %s (lease_period %v)", l.Table, cfg.Region, l.InstanceID, l.LeasePeriod)
 	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit}), nil
+}
+
+// client is the lease table's DynamoDB client. Each of its calls is bounded
+// by the lease period too (when shorter than DynamoDBCallTimeout): an answer
+// later than that is of no use to the lease it was about, which another
+// instance may hold by then, and the next lease cycle asks again. Writes of
+// held leases are bounded further, by a third of it (leasecoord).
+func (l *leaseConfig) client(cfg aws.Config) *dynamodb.Client {
+	return awsclient.DynamoDB(cfg, l.Endpoint, awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, l.LeasePeriod)))
 }

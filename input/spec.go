@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
 // Name is the component name the input registers under.
@@ -149,11 +151,13 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewStringField(fRegion).
 				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
 				Default("").
-				Example("us-east-1"),
-			service.NewStringField(fEndpoint).
-				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region.").
+				Example("us-east-1").
+				LintRule(`root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field region: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`),
+			service.NewURLField(fEndpoint).
+				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region. Every call to it but a fan-out subscription has to be answered within "+awsclient.KinesisCallTimeout.String()+" (the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 				Default("").
 				Example("http://127.0.0.1:4568").
+				LintRule(endpointLint(fEndpoint)).
 				Advanced(),
 			service.NewTLSToggledField(fTLS).
 				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
@@ -230,20 +234,22 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 				service.NewIntField(fCheckpointLimit).
 					Description("The most unacknowledged records per shard; reading the shard pauses at this limit.").
 					Default(1024).
-					LintRule(`root = if this < 1 { [ "field checkpoint.limit: %v: expected at least 1 unacknowledged record per shard".format(this) ] }`),
+					LintRule(fmt.Sprintf(`root = if this < 1 || this > %d { [ "field checkpoint.limit: %%v: expected 1 to %d unacknowledged records per shard".format(this) ] }`, maxCheckpointLimit, maxCheckpointLimit)),
 				service.NewDurationField(fCheckpointCommitPeriod).
 					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
 					Default("1s").
 					LintRule(durationAtLeast(fCheckpoint+"."+fCheckpointCommitPeriod, 0.000001, "a positive duration, e.g. 1s")),
 				service.NewObjectField(fDynamo,
 					service.NewStringField(fDynamoTable).
-						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them."),
+						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them.").
+						LintRule(`root = if this != "" && !this.re_match("^[a-zA-Z0-9_.-]{3,255}$") { [ "field checkpoint.dynamodb.table: %v: expected a DynamoDB table name: 3 to 255 of a-z, A-Z, 0-9, '_', '-', '.'".format(this) ] }`),
 					service.NewBoolField(fDynamoCreate).
 						Description("Create the table (on-demand billing, hash key `leaseKey`) if it does not exist, and wait until it is ACTIVE.").
 						Default(false),
-					service.NewStringField(fDynamoEndpoint).
-						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's.").
-						Default(""),
+					service.NewURLField(fDynamoEndpoint).
+						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
+						Default("").
+						LintRule(endpointLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
 					service.NewDurationField(fDynamoLeasePeriod).
 						Description("An instance that has not renewed a lease for this long loses it to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB writes and more slack for pauses. A dead instance's shards are read again within about 1.7 lease periods.").
 						Default("10s").
@@ -335,6 +341,14 @@ func enumLint(field string, options ...string) string {
 	}
 	return fmt.Sprintf(`root = if ![%s].contains(this) { [ "field %s: %%v is not one of %s".format(this) ] }`,
 		strings.Join(quoted, ", "), field, strings.Join(options, ", "))
+}
+
+// endpointLint is the lint rule of an endpoint URL field: http or https,
+// with a host. The value it names has the password of its user information
+// replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
+// with a password).
+func endpointLint(field string) string {
+	return fmt.Sprintf(`root = if this != "" && !this.re_match("^https?://[^/?#\\s]+([/?#].*)?$") { [ "field %s: %%v: expected an http or https URL such as http://127.0.0.1:4568".format(this.re_replace_all("://[^/?#@]*@", "://xxxxx@")) ] }`, field)
 }
 
 // durationAtLeast is the lint rule of a duration field that must be at
