@@ -315,16 +315,19 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 		return r.emitPending(ctx, &pendingRead{b: b})
 	}
 	r.readyForMore()
-	msgs, _, n := r.conv.convert(b)
-	if n == 0 {
-		return nil // nothing to hand over: e.g. an empty aggregate, or one whose acknowledged user records were skipped
-	}
-	for i, m := range msgs {
-		r.pending++
-		r.lastPos = r.conv.positions[i]
-		if r.batcher.Add(m) {
-			if err := r.flush(ctx); err != nil {
-				return err
+	// A part of at most checkpoint.limit messages at a time: a read whose
+	// aggregates hold many user records is not converted whole while the
+	// batcher flushes.
+	for next := 0; next < len(b.Records); {
+		var msgs service.MessageBatch
+		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
+		for i, m := range msgs {
+			r.pending++
+			r.lastPos = r.conv.positions[i]
+			if r.batcher.Add(m) {
+				if err := r.flush(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -499,7 +502,14 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 				r.held, more = &pendingRead{b: b}, nil
 				continue
 			}
-			msgs, last, m := r.conv.convert(b)
+			msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
+			if next < len(b.Records) {
+				// Aggregates of more user records than could join: the
+				// rest is left for emitPending, which converts it a part at
+				// a time.
+				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions), b: b, next: next}, nil
+				continue
+			}
 			if m == 0 {
 				r.readyForMore()
 				continue
