@@ -57,6 +57,10 @@ type shardReader struct {
 
 	batcher   *service.Batcher // nil when the batch policy is empty
 	hasPeriod bool
+	// uncounted: the batch policy has no count, so checkpoint.limit bounds
+	// what the batcher holds (a read of aggregates of many empty user
+	// records would never reach a byte size).
+	uncounted bool
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
 
@@ -117,6 +121,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 		}
 		r.batcher = b
 		r.hasPeriod = r.s.in.conf.Batching.Period != ""
+		r.uncounted = r.s.in.conf.Batching.Count <= 0
 		defer b.Close(context.Background())
 	}
 	log.Debugf("stream %s shard %s: reading from %v", r.s.name, r.info.id, start)
@@ -324,7 +329,7 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 		for i, m := range msgs {
 			r.pending++
 			r.lastPos = r.conv.positions[i]
-			if r.batcher.Add(m) {
+			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
 				if err := r.flush(ctx); err != nil {
 					return err
 				}
