@@ -20,7 +20,9 @@ import (
 
 // pendingRead is a read waiting to be emitted: messages already converted
 // (with the position of each), then the records of b from next on, which
-// are converted a part at a time as room is made for them.
+// are converted a part at a time as room is made for them. A part may end
+// inside an aggregate: next is then that record, which the converter holds
+// open and goes on with.
 type pendingRead struct {
 	msgs      service.MessageBatch
 	positions []checkpoint.Position
