@@ -127,7 +127,9 @@ func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.Mess
 	for ; i < len(b.Records) && len(msgs) < max; i++ {
 		rec := &b.Records[i]
 		if c.open.rec != rec {
-			c.open = openAggregate{} // one of a read given up (its reader stops)
+			if c.open.rec != nil {
+				c.open = openAggregate{} // one of a read given up (its reader stops)
+			}
 			var done bool
 			if msgs, done = c.start(msgs, rec, millis); done {
 				bytes += int64(len(rec.Data))
