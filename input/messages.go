@@ -69,7 +69,7 @@ type converter struct {
 
 // openAggregate is an aggregated record checked whole whose user records are
 // converted a part at a time: however many user records one Kinesis record
-// holds (a crafted one of 1 MiB holds 170,000 empty ones), the converter holds
+// holds (a crafted one of 1 MiB holds 166,650 empty ones), the converter holds
 // messages for one part only.
 type openAggregate struct {
 	rec     *types.Record // of the read being converted; nil: none is open
