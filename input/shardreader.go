@@ -20,7 +20,9 @@ import (
 
 // pendingRead is a read waiting to be emitted: messages already converted
 // (with the position of each), then the records of b from next on, which
-// are converted a part at a time as room is made for them.
+// are converted a part at a time as room is made for them. A part may end
+// inside an aggregate: next is then that record, which the converter holds
+// open and goes on with.
 type pendingRead struct {
 	msgs      service.MessageBatch
 	positions []checkpoint.Position
@@ -57,6 +59,10 @@ type shardReader struct {
 
 	batcher   *service.Batcher // nil when the batch policy is empty
 	hasPeriod bool
+	// uncounted: the batch policy has no count, so checkpoint.limit bounds
+	// what the batcher holds (a read of aggregates of many empty user
+	// records would never reach a byte size).
+	uncounted bool
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
 
@@ -117,6 +123,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 		}
 		r.batcher = b
 		r.hasPeriod = r.s.in.conf.Batching.Period != ""
+		r.uncounted = r.s.in.conf.Batching.Count <= 0
 		defer b.Close(context.Background())
 	}
 	log.Debugf("stream %s shard %s: reading from %v", r.s.name, r.info.id, start)
@@ -374,16 +381,19 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 		return r.emitPending(ctx, &pendingRead{b: b})
 	}
 	r.readyForMore()
-	msgs, _, n := r.conv.convert(b)
-	if n == 0 {
-		return nil // nothing to hand over: e.g. an empty aggregate, or one whose acknowledged user records were skipped
-	}
-	for i, m := range msgs {
-		r.pending++
-		r.lastPos = r.conv.positions[i]
-		if r.batcher.Add(m) {
-			if err := r.flush(ctx); err != nil {
-				return err
+	// A part of at most checkpoint.limit messages at a time: a read whose
+	// aggregates hold many user records is not converted whole while the
+	// batcher flushes.
+	for next := 0; next < len(b.Records); {
+		var msgs service.MessageBatch
+		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
+		for i, m := range msgs {
+			r.pending++
+			r.lastPos = r.conv.positions[i]
+			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
+				if err := r.flush(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -558,7 +568,14 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 				r.held, more = &pendingRead{b: b}, nil
 				continue
 			}
-			msgs, last, m := r.conv.convert(b)
+			msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
+			if next < len(b.Records) {
+				// Aggregates of more user records than could join: the
+				// rest is left for emitPending, which converts it a part at
+				// a time.
+				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions), b: b, next: next}, nil
+				continue
+			}
 			if m == 0 {
 				r.readyForMore()
 				continue
