@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
@@ -61,6 +63,19 @@ func (o WaitOptions) withDefaults() WaitOptions {
 		o.ClaimWait = 30 * time.Second
 	}
 	return o
+}
+
+// consumerNameRE is what Kinesis accepts as a stream consumer's name.
+var consumerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+
+// CheckConsumerName checks a consumer name against what Kinesis accepts, so
+// that a bad one is refused with this error rather than the service's
+// (callers add the field or flag).
+func CheckConsumerName(name string) error {
+	if !consumerNameRE.MatchString(name) {
+		return fmt.Errorf("%q: expected a consumer name of 1 to 128 of a-z A-Z 0-9 _ . -", name)
+	}
+	return nil
 }
 
 // errNotRegistered is wrapped by Describe when the consumer does not exist.
@@ -191,12 +206,17 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 				wait = &poll
 			case awserr.Classify(rerr) == awserr.Fatal:
 				return Consumer{}, registrationError(what, "RegisterStreamConsumer", rerr)
+			case awsclient.IsNoAnswer(rerr):
+				opts.Logger.Warnf("%s: registering it, retrying: %v", what, rerr)
+				status = "absent (registering: " + rerr.Error() + ")"
 			default:
 				opts.Logger.Debugf("%s: registering: %v", what, rerr)
 				status = "absent (registering: " + rerr.Error() + ")"
 			}
 		case err != nil && awserr.Classify(err) == awserr.Fatal:
 			return Consumer{}, registrationError(what, "DescribeStreamConsumer", err)
+		case awsclient.IsNoAnswer(err):
+			opts.Logger.Warnf("%s: describing it, retrying: %v", what, err)
 		case err != nil:
 			opts.Logger.Debugf("%s: describing: %v", what, err)
 		}

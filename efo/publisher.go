@@ -180,6 +180,12 @@ type reader struct {
 // row mean something else holds the shard.
 const inUseWarnEvery = 10
 
+// deliverError is an error of the caller's deliver, which ends the Read
+// with it as it is.
+type deliverError struct{ err error }
+
+func (e *deliverError) Error() string { return e.err.Error() }
+
 // errSilent ends a subscription that the watchdog found silent;
 // errUnanswered a subscribe call that got no answer within that period.
 var (
@@ -199,6 +205,9 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if de := (*deliverError)(nil); errors.As(err, &de) {
+			return de.err // the caller's, not a subscription's failure
 		}
 		if err == nil {
 			continue // the subscription ran its course: renew it at once
@@ -283,7 +292,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 
 		b, end := r.batch(&e.Value)
 		if err := deliver(ctx, b); err != nil {
-			return false, err
+			return false, &deliverError{err}
 		}
 		if n := len(b.Records); n > 0 {
 			r.lastDelivered = aws.ToString(b.Records[n-1].SequenceNumber)

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -70,13 +69,17 @@ type credentials struct {
 // streamRef is a stream as the user named it: by name, or by ARN.
 type streamRef = awsclient.StreamRef
 
+// maxCheckpointLimit bounds checkpoint.limit. The ack tracker counts records
+// in ints, and the warning about records read past the checkpoint comes
+// first at behindWarnFactor times the limit (then at each doubling of the
+// count): within this bound none of them can overflow, and no shard holds
+// anywhere near as many records in memory.
+const maxCheckpointLimit = 1<<31 - 1
+
 // fieldError names the field, the value and what was expected.
 func fieldError(field string, value any, expected string, args ...any) error {
 	return fmt.Errorf("field %s: %q: %s", field, fmt.Sprint(value), fmt.Sprintf(expected, args...))
 }
-
-// consumerNameRE is what Kinesis accepts as a stream consumer's name.
-var consumerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // parseStreamRef accepts a stream name or a stream ARN.
 func parseStreamRef(s string) (streamRef, string, error) {
@@ -138,14 +141,18 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.Region == "" {
 		c.Region = arnRegion
 	}
+	if c.Region != "" {
+		if err := awsclient.CheckRegion(c.Region); err != nil {
+			return c, fmt.Errorf("field %s: %w", fRegion, err)
+		}
+	}
 
 	if c.Endpoint, err = pc.FieldString(fEndpoint); err != nil {
 		return c, err
 	}
 	if c.Endpoint != "" {
-		u, perr := url.Parse(c.Endpoint)
-		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fieldError(fEndpoint, c.Endpoint, "expected a URL such as http://127.0.0.1:4568 or https://kinesis.us-east-1.amazonaws.com")
+		if err := awsclient.CheckEndpoint(c.Endpoint); err != nil {
+			return c, fmt.Errorf("field %s: %w", fEndpoint, err)
 		}
 	}
 	if tlsConf, enabled, err := pc.FieldTLSToggled(fTLS); err != nil {
@@ -239,8 +246,8 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.CheckpointLimit, err = cp.FieldInt(fCheckpointLimit); err != nil {
 		return c, err
 	}
-	if c.CheckpointLimit < 1 {
-		return c, fieldError(fCheckpoint+"."+fCheckpointLimit, c.CheckpointLimit, "expected at least 1 unacknowledged record per shard")
+	if c.CheckpointLimit < 1 || c.CheckpointLimit > maxCheckpointLimit {
+		return c, fieldError(fCheckpoint+"."+fCheckpointLimit, c.CheckpointLimit, "expected 1 to %d unacknowledged records per shard", maxCheckpointLimit)
 	}
 	if c.CommitPeriod, err = cp.FieldDuration(fCheckpointCommitPeriod); err != nil {
 		return c, err
@@ -320,8 +327,10 @@ func parseEFO(pc *service.ParsedConfig, streams []streamRef) (efoConfig, error) 
 	if err != nil {
 		return c, err
 	}
-	if c.ConsumerName != "" && !consumerNameRE.MatchString(c.ConsumerName) {
-		return c, fieldError(ns+fEFOConsumerName, c.ConsumerName, "expected 1 to 128 of a-z A-Z 0-9 _ . -")
+	if c.ConsumerName != "" {
+		if err := efo.CheckConsumerName(c.ConsumerName); err != nil {
+			return c, fmt.Errorf("field %s%s: %w", ns, fEFOConsumerName, err)
+		}
 	}
 	switch c.Registration {
 	case registrationLazy, registrationEager:
@@ -396,8 +405,8 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 		return nil, err
 	}
 	if l.Endpoint != "" {
-		if u, err := url.Parse(l.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fieldError(at+fDynamoEndpoint, l.Endpoint, "expected a URL such as http://localhost:8000")
+		if err := awsclient.CheckEndpoint(l.Endpoint); err != nil {
+			return nil, fmt.Errorf("field %s%s: %w", at, fDynamoEndpoint, err)
 		}
 	}
 	if l.LeasePeriod, err = pc.FieldDuration(fDynamoLeasePeriod); err != nil {

@@ -1,6 +1,8 @@
 package input
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +31,18 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"polling too fast", base + "polling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
 		{"polling limit", base + "polling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
 		{"checkpoint limit", base + "checkpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
-		{"bad endpoint", base + "endpoint: localhost:4568", []string{"field endpoint", `"localhost:4568"`, "expected a URL"}},
+		// Before, any positive limit was taken, and with this one the
+		// warning about records read past the checkpoint overflowed.
+		{"checkpoint limit beyond the tracker", base + "checkpoint: {limit: 9223372036854775807}", []string{"field checkpoint.limit", `"9223372036854775807"`, "expected 1 to 2147483647"}},
+		{"bad endpoint", base + "endpoint: localhost:4568", []string{"field endpoint", `"localhost:4568"`, "expected an http or https URL"}},
+		{"endpoint of another scheme", base + "endpoint: ftp://x", []string{"field endpoint", `"ftp://x"`, "expected an http or https URL"}},
+		// Before, the region was not checked: calls failed or were retried
+		// for ever.
+		{"bad region", base + "region: us east 1", []string{"field region", `"us east 1"`, "expected an AWS region such as us-east-1"}},
 		{"secret without id", base + "credentials: {secret: x}", []string{"field credentials", "id and secret go together"}},
 		{"bad role", base + "credentials: {role: reader}", []string{"field credentials.role", `"reader"`, "role ARN"}},
 		{"efo without consumer name", "streams: [a]", []string{"field efo.consumer_name", "needs a consumer name"}},
+		{"bad consumer name", "streams: [a]\nefo: {consumer_name: 'my app'}", []string{"field efo.consumer_name", `"my app"`, "expected a consumer name of 1 to 128"}},
 		{"eager without consumer name", "streams: [a]\nefo: {registration: eager}", []string{"field efo.consumer_name", "registration eager"}},
 		{"unknown registration", "streams: [a]\nefo: {consumer_name: app, registration: always}", []string{"field efo.registration", `"always"`, "lazy, eager or none"}},
 		{"none without ARNs", "streams: [a]\nefo: {registration: none}", []string{"field efo.consumer_arns", "every stream"}},
@@ -46,7 +56,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"lease table without a name", base + "checkpoint: {dynamodb: {table: ''}}", []string{"field checkpoint.dynamodb.table", `""`, "expected a DynamoDB table name"}},
 		{"lease table name", base + "checkpoint: {dynamodb: {table: 'my leases'}}", []string{"field checkpoint.dynamodb.table", `"my leases"`}},
 		{"lease period too short", base + "checkpoint: {dynamodb: {table: leases, lease_period: 500ms}}", []string{"field checkpoint.dynamodb.lease_period", `"500ms"`, "at least 1s"}},
-		{"lease table endpoint", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'localhost:8000'}}", []string{"field checkpoint.dynamodb.endpoint", `"localhost:8000"`, "expected a URL"}},
+		{"lease table endpoint", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'localhost:8000'}}", []string{"field checkpoint.dynamodb.endpoint", `"localhost:8000"`, "expected an http or https URL"}},
+		// Before, ftp://x was taken and every call to it retried for ever.
+		{"lease table endpoint of another scheme", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'ftp://x'}}", []string{"field checkpoint.dynamodb.endpoint", `"ftp://x"`, "expected an http or https URL"}},
+		{"lease table name with a space", base + "checkpoint: {dynamodb: {table: 'bad name!'}}", []string{"field checkpoint.dynamodb.table", `"bad name!"`, "3 to 255"}},
 		{"negative steal limit", base + "checkpoint: {dynamodb: {table: leases, steal_limit: -1}}", []string{"field checkpoint.dynamodb.steal_limit", `"-1"`}},
 		{"aws_kinesis fields", base + "checkpoint_limit: 10\nstart_from_oldest: true", []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field start_from_oldest", "start_from: trim_horizon"}},
 		{"KCL names", base + "application_name: app", []string{"field application_name", "efo.consumer_name"}},
@@ -125,7 +138,15 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\ncheckpoint: {commit_period: -1s}":                         "field checkpoint.commit_period: -1s is too short",
 		"streams: [a]\nreader: polling\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01":    "field start_timestamp: 2024-13-01 is neither an RFC 3339 time",
 		"streams: [a]\nreader: polling\npolling: {interval: 50ms}":                                "field polling.interval: 50ms is too short; expected at least 200ms",
+		// Before, these four passed the lint.
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: 'bad name!'}}":             "field checkpoint.dynamodb.table: bad name!: expected a DynamoDB table name",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, endpoint: 'ftp://x'}}": "field checkpoint.dynamodb.endpoint: ftp://x: expected an http or https URL",
+		"streams: [a]\nreader: polling\nendpoint: 'localhost:4568'":                               "field endpoint: localhost:4568: expected an http or https URL",
+		"streams: [a]\nreader: polling\nregion: us east 1":                                        "field region: us east 1: expected an AWS region",
+		"streams: [a]\nreader: polling\ncheckpoint: {limit: 9223372036854775807}":                 "field checkpoint.limit: 9223372036854775807: expected 1 to 2147483647",
 	}
+	// A password in an endpoint is not shown by the lint either.
+	cases["streams: [a]\nreader: polling\nendpoint: 'ftp://user:hunter2@host'"] = "field endpoint: ftp://xxxxx@host: expected an http or https URL"
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()
 		err := sb.SetYAML("input:\n  aws_kinesis_streams:\n" + indent(yaml) + "\noutput:\n  stdout: {}\n")
@@ -155,5 +176,23 @@ func TestStartTimestampBackFromNow(t *testing.T) {
 	}
 	if d := time.Since(in.conf.StartTimestamp); d < 89*time.Minute || d > 91*time.Minute {
 		t.Fatalf("start_timestamp -90m is %v ago", d)
+	}
+}
+
+// TestCheckpointLimitBound: checkpoint.limit is taken up to what the ack
+// tracker counts and no further (before, 9223372036854775807 was taken and
+// overflowed the warning about records read past the checkpoint).
+func TestCheckpointLimitBound(t *testing.T) {
+	t.Parallel()
+	const base = "streams: [a]\nreader: polling\ncheckpoint: {limit: %d}"
+	in, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit))
+	if err != nil || in.conf.CheckpointLimit != maxCheckpointLimit {
+		t.Fatalf("limit %d: %v", maxCheckpointLimit, err)
+	}
+	if first := behindWarnFactor * in.conf.CheckpointLimit; first <= 0 || first > math.MaxInt/(1<<20) {
+		t.Fatalf("the first warning at %d records past the checkpoint is near an overflow", first)
+	}
+	if _, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit+1)); err == nil || !strings.Contains(err.Error(), "field checkpoint.limit") {
+		t.Fatalf("limit %d: %v, want an error naming the field", maxCheckpointLimit+1, err)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
@@ -24,6 +27,10 @@ type coordinationConfig interface {
 	check(conf config) error
 	// open opens the store or the table.
 	open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error)
+	// store names where the checkpoints are kept, for messages (the
+	// directory's absolute path, or the table), and the flags that point the
+	// checkpoint commands at it.
+	store() (where, flags string)
 }
 
 // errNotHandedOut resolves a tracked batch that never reached the pipeline
@@ -55,12 +62,39 @@ func (f fileConfig) check(conf config) error {
 	return nil
 }
 
-func (f fileConfig) open(context.Context, aws.Config, *service.Logger) (coord.Coordination, error) {
+func (f fileConfig) open(_ context.Context, _ aws.Config, log *service.Logger) (coord.Coordination, error) {
 	store, err := checkpoint.OpenFile(f.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
 	}
+	where, _ := f.store()
+	log.Infof("checkpoints are kept in the %s", where)
 	return coord.NewLocal(store), nil
+}
+
+// store names the directory by its absolute path: a relative one (the
+// default) depends on the working directory, and a start from another one
+// finds an empty store.
+func (f fileConfig) store() (where, flags string) {
+	dir := f.Dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return "directory " + dir, "--dir " + shellQuote(dir)
+}
+
+// shellQuote quotes s for a command line a user copies, when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (l *leaseConfig) store() (where, flags string) {
+	return "lease table " + l.Table, "--table " + shellQuote(l.Table)
 }
 
 // check stops the binary at start when the lease table cannot serve
@@ -74,17 +108,26 @@ func (l *leaseConfig) check(conf config) error {
 	if err != nil {
 		return nil // Connect says why, and retries
 	}
-	if err := lease.Check(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create); err != nil {
+	if err := lease.Check(ctx, l.client(cfg), l.Table, l.Create); err != nil {
 		return fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	return nil
 }
 
 func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
-	t, err := lease.Open(ctx, awsclient.DynamoDB(cfg, l.Endpoint), l.Table, l.Create)
+	t, err := lease.Open(ctx, l.client(cfg), l.Table, l.Create)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
-	log.Infof("sharing shards through the lease table %s as instance %s (lease_period %v)", l.Table, l.InstanceID, l.LeasePeriod)
+	log.Infof("checkpoints are kept in the lease table %s (region %s), sharing shards as instance %s (lease_period %v)", l.Table, cfg.Region, l.InstanceID, l.LeasePeriod)
 	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit}), nil
+}
+
+// client is the lease table's DynamoDB client. Each of its calls is bounded
+// by the lease period too (when shorter than DynamoDBCallTimeout): an answer
+// later than that is of no use to the lease it was about, which another
+// instance may hold by then, and the next lease cycle asks again. Writes of
+// held leases are bounded further, by a third of it (leasecoord).
+func (l *leaseConfig) client(cfg aws.Config) *dynamodb.Client {
+	return awsclient.DynamoDB(cfg, l.Endpoint, awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, l.LeasePeriod)))
 }

@@ -18,7 +18,7 @@ type shardInfo struct {
 	hashLow  string   // hash key range, decimal, inclusive
 	hashHigh string
 	startSeq string // the shard's starting sequence number, when listed
-	endSeq   string // its ending sequence number, when listed closed
+	endSeq   string // its ending sequence number: listed closed
 	listed   bool   // from ListShards; false when learnt from ChildShards
 }
 
@@ -64,7 +64,8 @@ func listShards(ctx context.Context, api awsclient.ListShardsAPI, streamARN stri
 func shardInfoOf(sh types.Shard) shardInfo {
 	info := shardInfo{id: aws.ToString(sh.ShardId), listed: true}
 	if r := sh.SequenceNumberRange; r != nil {
-		info.startSeq, info.endSeq = aws.ToString(r.StartingSequenceNumber), aws.ToString(r.EndingSequenceNumber)
+		info.startSeq = aws.ToString(r.StartingSequenceNumber)
+		info.endSeq = aws.ToString(r.EndingSequenceNumber)
 	}
 	for _, p := range []*string{sh.ParentShardId, sh.AdjacentParentShardId} {
 		if p != nil && *p != "" {

@@ -179,7 +179,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 // where describes the Kinesis endpoint for error messages.
 func (in *kinesisInput) where(cfg aws.Config) string {
 	if in.conf.Endpoint != "" {
-		return fmt.Sprintf("region %s at endpoint %s", cfg.Region, in.conf.Endpoint)
+		return fmt.Sprintf("region %s at endpoint %s", cfg.Region, awsclient.RedactURL(in.conf.Endpoint))
 	}
 	return "region " + cfg.Region
 }

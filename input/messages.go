@@ -2,7 +2,6 @@ package input
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -61,10 +60,30 @@ type converter struct {
 	skipSub uint64
 
 	unpacker kpl.Unpacker
-	scratch  []kpl.UserRecord
+	// open is the aggregate whose user records are being converted, when a
+	// part ended inside it.
+	open openAggregate
 
-	positions []checkpoint.Position // of the messages of the last convert
+	positions []checkpoint.Position // of the messages of the last convertPart
 }
+
+// openAggregate is an aggregated record checked whole whose user records are
+// converted a part at a time: however many user records one Kinesis record
+// holds (a crafted one of 1 MiB holds 166,650 empty ones), the converter holds
+// messages for one part only.
+type openAggregate struct {
+	rec     *types.Record // of the read being converted; nil: none is open
+	agg     kpl.Unpacked
+	seq     string
+	seqMeta any // seq boxed once, shared by the user records' messages
+	next    int // the index (sub-sequence number) of the next user record
+}
+
+// bigIndex is the most user records whose index the converter's Unpacker
+// keeps for the next aggregate (16 bytes each); a larger one is let go once
+// converted, so that a shard that read one crafted aggregate does not hold
+// its index for good.
+const bigIndex = 4096
 
 func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) *converter {
 	c := &converter{
@@ -91,18 +110,14 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 	return c
 }
 
-// convert returns the messages of b, the position of the last one and the
-// number of records they stand for. c.positions holds each message's position.
-func (c *converter) convert(b shard.Batch) (service.MessageBatch, checkpoint.Position, int) {
-	msgs, last, n, _ := c.convertPart(b, 0, math.MaxInt)
-	return msgs, last, n
-}
-
-// convertPart is convert of the records of b from index from on, stopping
-// after the record that brings the messages to max or more (an aggregate's
-// user records are never split over two parts). next is the index of the
-// first record left, len(b.Records) when none is: a read converted part by
-// part holds messages for one part at a time.
+// convertPart converts the records of b from index from on, stopping once
+// the messages reach max. It returns the messages, the position of the last
+// one, their number, and next: the index of the record to go on with, or
+// len(b.Records) when none is left. A part may end inside an aggregate: next
+// is then that record's index, and the converter goes on from its next user
+// record when called again with b and next, so that a read converted part by
+// part holds messages for one part at a time, however many user records its
+// aggregates hold. c.positions holds each message's position.
 func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.MessageBatch, last checkpoint.Position, n, next int) {
 	msgs = make(service.MessageBatch, 0, min(max, len(b.Records)-from))
 	c.positions = c.positions[:0]
@@ -111,33 +126,23 @@ func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.Mess
 	i := from
 	for ; i < len(b.Records) && len(msgs) < max; i++ {
 		rec := &b.Records[i]
-		seq := aws.ToString(rec.SequenceNumber)
-		bytes += int64(len(rec.Data))
-		skip, skipSub := false, uint64(0)
-		if c.skipSeq != "" {
-			switch shard.CompareSequence(seq, c.skipSeq) {
-			case 0:
-				skip, skipSub = true, c.skipSub
-				c.skipSeq = ""
-			case 1:
-				c.skipSeq = ""
+		if c.open.rec != rec {
+			if c.open.rec != nil {
+				c.open = openAggregate{} // one of a read given up (its reader stops)
+			}
+			var done bool
+			if msgs, done = c.start(msgs, rec, millis); done {
+				bytes += int64(len(rec.Data))
+				continue
 			}
 		}
-		aggregated := kpl.IsAggregated(rec.Data)
-		if c.deaggregate && aggregated {
-			msgs = c.unpack(msgs, rec, seq, millis, skip, skipSub)
-			continue
+		msgs = c.userRecords(msgs, max, millis)
+		if c.open.rec != nil {
+			break // the part is full inside the aggregate
 		}
-		if skip && !aggregated {
-			// A position inside a record that is no aggregate (one imported
-			// from KCL, which counts a plain record as user record 0): the
-			// record itself was processed. An aggregate read whole is
-			// delivered again, as its rest was not.
-			continue
-		}
-		msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis))
-		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
+		bytes += int64(len(rec.Data))
 	}
+	// A record counts as read once every message of it is converted.
 	c.metrics.recordsRead.Incr(int64(i-from), c.stream, c.shardID)
 	c.metrics.bytesRead.Incr(bytes, c.stream, c.shardID)
 	if len(msgs) == 0 {
@@ -146,39 +151,80 @@ func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.Mess
 	return msgs, c.positions[len(c.positions)-1], len(msgs), i
 }
 
-// unpack appends the user records of an aggregated record. A corrupt
-// aggregate is delivered whole, flagged with an error, never dropped.
-func (c *converter) unpack(msgs service.MessageBatch, rec *types.Record, seq string, millis any, skip bool, skipSub uint64) service.MessageBatch {
-	users, _, err := c.unpacker.Unpack(c.scratch[:0], rec.Data)
-	if err != nil {
-		c.log.Warnf("stream %s shard %s: record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", c.stream, c.shardID, seq, err)
-		m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis)
-		m.MetaSetMut(metaDeaggError, err.Error())
-		m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
-		c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
-		return append(msgs, m)
-	}
-	c.scratch = users[:0]
-	last := len(users) - 1
-	var seqMeta any = seq // shared by the aggregate's user records
-	for i := range users {
-		u := &users[i]
-		if skip && u.SubSequence <= skipSub {
-			continue
+// start converts rec, a record not converted before, and reports done; or,
+// for a sound aggregate to split, opens it and reports not done, for
+// userRecords to convert.
+func (c *converter) start(msgs service.MessageBatch, rec *types.Record, millis any) (_ service.MessageBatch, done bool) {
+	seq := aws.ToString(rec.SequenceNumber)
+	skip, skipSub := false, uint64(0)
+	if c.skipSeq != "" {
+		switch shard.CompareSequence(seq, c.skipSeq) {
+		case 0:
+			skip, skipSub = true, c.skipSub
+			c.skipSeq = ""
+		case 1:
+			c.skipSeq = ""
 		}
-		m := c.message(rec, u.Data, u.PartitionKey, seqMeta, millis)
+	}
+	aggregated := kpl.IsAggregated(rec.Data)
+	if c.deaggregate && aggregated {
+		agg, _, err := c.unpacker.Open(rec.Data)
+		if err != nil {
+			// A corrupt aggregate is delivered whole, flagged with an error,
+			// never dropped.
+			c.log.Warnf("stream %s shard %s: record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", c.stream, c.shardID, seq, err)
+			m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis)
+			m.MetaSetMut(metaDeaggError, err.Error())
+			m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
+			c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
+			return append(msgs, m), true
+		}
+		c.open = openAggregate{rec: rec, agg: agg, seq: seq, seqMeta: seq}
+		if skip {
+			// Resuming inside it: its user records up to skipSub were
+			// acknowledged.
+			c.open.next = int(min(skipSub+1, uint64(agg.Len())))
+		}
+		return msgs, false
+	}
+	if skip && !aggregated {
+		// A position inside a record that is no aggregate (one imported
+		// from KCL, which counts a plain record as user record 0): the
+		// record itself was processed. An aggregate read whole is
+		// delivered again, as its rest was not.
+		return msgs, true
+	}
+	msgs = append(msgs, c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis))
+	c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
+	return msgs, true
+}
+
+// userRecords appends messages of the open aggregate's user records until
+// the messages reach max or the aggregate is done; then it closes it.
+func (c *converter) userRecords(msgs service.MessageBatch, max int, millis any) service.MessageBatch {
+	o := &c.open
+	last := o.agg.Len() - 1
+	for ; o.next <= last && len(msgs) < max; o.next++ {
+		u := o.agg.Record(o.next)
+		m := c.message(o.rec, u.Data, u.PartitionKey, o.seqMeta, millis)
 		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
 		if c.hasHashRange {
 			if hk, err := u.HashKey(); err == nil && !c.hashRange.Contains(hk) {
 				m.MetaSetMut(metaOutOfRange, true)
-				c.outOfRange(seq, u.SubSequence, hk.String())
+				c.outOfRange(o.seq, u.SubSequence, hk.String())
 			}
 		}
 		if u.ExplicitHashKey != "" {
 			m.MetaSetMut(metaExplicitHashKey, u.ExplicitHashKey)
 		}
 		msgs = append(msgs, m)
-		c.positions = append(c.positions, checkpoint.Position{Sequence: seq, SubSequence: int64(u.SubSequence), Partial: i < last})
+		c.positions = append(c.positions, checkpoint.Position{Sequence: o.seq, SubSequence: int64(u.SubSequence), Partial: o.next < last})
+	}
+	if o.next > last {
+		if o.agg.Len() > bigIndex {
+			c.unpacker = kpl.Unpacker{}
+		}
+		c.open = openAggregate{}
 	}
 	return msgs
 }

@@ -2,6 +2,7 @@ package input
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,12 @@ func testConverter(t *testing.T, info shardInfo, resume *checkpoint.Position) *c
 	res := service.MockResources()
 	in := &kinesisInput{log: res.Logger(), metrics: newMetrics(res.Metrics()), conf: config{Deaggregate: true}}
 	return newConverter(&streamReader{in: in, name: "s"}, info, resume)
+}
+
+// convertAll converts the whole of b in one part.
+func convertAll(c *converter, b shard.Batch) (service.MessageBatch, checkpoint.Position, int) {
+	msgs, last, n, _ := c.convertPart(b, 0, math.MaxInt)
+	return msgs, last, n
 }
 
 func aggregate(t *testing.T, keys ...string) []byte {
@@ -49,7 +56,7 @@ func TestConverterDeliversUserRecordsOutsideTheShardFlagged(t *testing.T) {
 		}
 	}
 	c := testConverter(t, info, nil)
-	msgs, last, n := c.convert(shard.Batch{Records: []types.Record{
+	msgs, last, n := convertAll(c, shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), Data: aggregate(t, low, high, low, high)},
 		{SequenceNumber: aws.String("11"), Data: aggregate(t, high)},
 	}})
@@ -82,7 +89,7 @@ func TestConverterResumesInsideAggregateOfForeignKeys(t *testing.T) {
 		keys = append(keys, fmt.Sprint("k", i))
 	}
 	c := testConverter(t, info, &checkpoint.Position{Sequence: "10", SubSequence: 2, Partial: true})
-	msgs, _, _ := c.convert(shard.Batch{Records: []types.Record{
+	msgs, _, _ := convertAll(c, shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), Data: aggregate(t, keys...)},
 	}})
 	var got []string
@@ -97,7 +104,7 @@ func TestConverterResumesInsideAggregateOfForeignKeys(t *testing.T) {
 
 func TestConverterSkipsAcknowledgedUserRecords(t *testing.T) {
 	c := testConverter(t, shardInfo{id: "s"}, &checkpoint.Position{Sequence: "10", SubSequence: 1, Partial: true})
-	msgs, last, _ := c.convert(shard.Batch{Records: []types.Record{
+	msgs, last, _ := convertAll(c, shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("a"), Data: aggregate(t, "a", "b", "c", "d")},
 		{SequenceNumber: aws.String("11"), PartitionKey: aws.String("p"), Data: []byte("plain")},
 	}})
@@ -125,7 +132,7 @@ func TestConverterSkipsAcknowledgedUserRecords(t *testing.T) {
 // processed. Before the fix the plain record was delivered a second time.
 func TestConverterSkipsAPlainRecordAtAPositionInsideIt(t *testing.T) {
 	c := testConverter(t, shardInfo{id: "s"}, &checkpoint.Position{Sequence: "10", Partial: true})
-	msgs, _, _ := c.convert(shard.Batch{Records: []types.Record{
+	msgs, _, _ := convertAll(c, shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("p"), Data: []byte("done")},
 		{SequenceNumber: aws.String("11"), PartitionKey: aws.String("p"), Data: []byte("next")},
 	}})
@@ -138,7 +145,7 @@ func TestConverterSkipsAPlainRecordAtAPositionInsideIt(t *testing.T) {
 
 	c = testConverter(t, shardInfo{id: "s"}, &checkpoint.Position{Sequence: "10", Partial: true})
 	c.deaggregate = false
-	msgs, _, _ = c.convert(shard.Batch{Records: []types.Record{
+	msgs, _, _ = convertAll(c, shard.Batch{Records: []types.Record{
 		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("a"), Data: aggregate(t, "a", "b")},
 	}})
 	if len(msgs) != 1 {
@@ -150,7 +157,7 @@ func TestConverterFlagsCorruptAggregates(t *testing.T) {
 	data := aggregate(t, "a", "b")
 	data = data[:len(data)-3] // truncated: the digest no longer matches
 	c := testConverter(t, shardInfo{id: "s"}, nil)
-	msgs, _, n := c.convert(shard.Batch{Records: []types.Record{{SequenceNumber: aws.String("1"), PartitionKey: aws.String("a"), Data: data}}})
+	msgs, _, n := convertAll(c, shard.Batch{Records: []types.Record{{SequenceNumber: aws.String("1"), PartitionKey: aws.String("a"), Data: data}}})
 	if n != 1 {
 		t.Fatalf("%d messages, want the raw record", n)
 	}
@@ -162,5 +169,71 @@ func TestConverterFlagsCorruptAggregates(t *testing.T) {
 	}
 	if b, _ := msgs[0].AsBytes(); string(b) != string(data) {
 		t.Fatal("the raw record was altered")
+	}
+}
+
+// An aggregate's user records are converted a part of at most max messages at
+// a time, in order, with the positions of a whole conversion, and resuming
+// inside it skips the acknowledged ones across parts. Before the fix an
+// aggregate was never split: one Kinesis record of 1 MB holding 166,650 empty
+// user records became 166,650 messages at once (223 MB of RSS), whatever
+// checkpoint.limit said.
+func TestConverterSplitsAnAggregateIntoPartsOfAtMostTheLimit(t *testing.T) {
+	const users, limit = 25, 10
+	var keys []string
+	for i := range users {
+		keys = append(keys, fmt.Sprint("k", i))
+	}
+	b := shard.Batch{Records: []types.Record{
+		{SequenceNumber: aws.String("10"), PartitionKey: aws.String("p"), Data: []byte("before")},
+		{SequenceNumber: aws.String("11"), Data: aggregate(t, keys...)},
+		{SequenceNumber: aws.String("12"), PartitionKey: aws.String("p"), Data: []byte("after")},
+	}}
+	for _, resume := range []*checkpoint.Position{nil, {Sequence: "11", SubSequence: 13, Partial: true}} {
+		whole := testConverter(t, shardInfo{id: "s"}, resume)
+		wantMsgs, _, _ := convertAll(whole, b)
+		want := fmt.Sprint(whole.positions)
+
+		c := testConverter(t, shardInfo{id: "s"}, resume)
+		var got []checkpoint.Position
+		var data []string
+		parts := 0
+		for next := 0; next < len(b.Records); parts++ {
+			var msgs service.MessageBatch
+			var last checkpoint.Position
+			var n int
+			msgs, last, n, next = c.convertPart(b, next, limit)
+			if n != len(msgs) || n > limit || n == 0 {
+				t.Fatalf("resume %+v, part %d: %d messages (n %d), want 1 to %d", resume, parts, len(msgs), n, limit)
+			}
+			if last != c.positions[n-1] {
+				t.Fatalf("resume %+v, part %d: last position %+v, want %+v", resume, parts, last, c.positions[n-1])
+			}
+			got = append(got, c.positions...)
+			for _, m := range msgs {
+				d, _ := m.AsBytes()
+				data = append(data, string(d))
+			}
+			if parts > users {
+				t.Fatal("the conversion makes no progress")
+			}
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("resume %+v: positions in parts %v, want those of a whole conversion %v", resume, got, want)
+		}
+		var wantData []string
+		for _, m := range wantMsgs {
+			d, _ := m.AsBytes()
+			wantData = append(wantData, string(d))
+		}
+		if fmt.Sprint(data) != fmt.Sprint(wantData) {
+			t.Fatalf("resume %+v: delivered %v in parts, want %v", resume, data, wantData)
+		}
+		if wantParts := (len(wantMsgs) + limit - 1) / limit; parts != wantParts {
+			t.Fatalf("resume %+v: %d parts, want %d", resume, parts, wantParts)
+		}
+		if c.open.rec != nil {
+			t.Fatal("the aggregate is still open after its last user record")
+		}
 	}
 }

@@ -23,6 +23,11 @@ type metrics struct {
 	// expired counts starts refused because their record passed the
 	// retention period (the shard is then read from TRIM_HORIZON).
 	expired *service.MetricCounter // stream, shard
+	// stopped is 1 while a shard is not read because its position is wrong.
+	stopped *service.MetricGauge // stream, shard
+	// endsUnconfirmed counts shard ends a read reported on a shard that
+	// ListShards lists open (not taken: the shard is read on).
+	endsUnconfirmed *service.MetricCounter // stream, shard
 
 	// coord are the coordinators' series: commits, owned shards, leases.
 	coord *coord.Metrics
@@ -30,18 +35,20 @@ type metrics struct {
 
 func newMetrics(m *service.Metrics) *metrics {
 	return &metrics{
-		recordsRead:    m.NewCounter("kinesis_records_read", "stream", "shard"),
-		bytesRead:      m.NewCounter("kinesis_bytes_read", "stream", "shard"),
-		millisBehind:   m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
-		throttles:      m.NewCounter("kinesis_throttles", "stream", "shard"),
-		subscriptions:  m.NewCounter("kinesis_subscriptions", "stream", "shard"),
-		resubscribes:   m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
-		subscribeErrs:  m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
-		outOfRange:     m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
-		pastCheckpoint: m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
-		unacknowledged: m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
-		streamBehind:   m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
-		expired:        m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
-		coord:          coord.NewMetrics(m),
+		recordsRead:     m.NewCounter("kinesis_records_read", "stream", "shard"),
+		bytesRead:       m.NewCounter("kinesis_bytes_read", "stream", "shard"),
+		millisBehind:    m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
+		throttles:       m.NewCounter("kinesis_throttles", "stream", "shard"),
+		subscriptions:   m.NewCounter("kinesis_subscriptions", "stream", "shard"),
+		resubscribes:    m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
+		subscribeErrs:   m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
+		outOfRange:      m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
+		pastCheckpoint:  m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
+		unacknowledged:  m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
+		streamBehind:    m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
+		expired:         m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
+		stopped:         m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
+		endsUnconfirmed: m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
+		coord:           coord.NewMetrics(m),
 	}
 }

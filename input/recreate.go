@@ -17,13 +17,13 @@ var errRecreated = errors.New("the stream was deleted and created again")
 // a reader of the old one, refused there, must not read the new one (its
 // records would come again once discovery restarts the stream's readers).
 //
-// It answers nil when the shard is the same, an error wrapping errRecreated
-// when it is not, and another error when it cannot tell (the stream is
-// deleted, not listed, or the listing failed).
-func (r *shardReader) sameShard(ctx context.Context, from shard.Start) error {
+// It answers the shard as listed when it is the same, an error wrapping
+// errRecreated when it is not, and another error when it cannot tell (the
+// stream is deleted, not listed, or the listing failed).
+func (r *shardReader) sameShard(ctx context.Context, from shard.Start) (shardInfo, error) {
 	listed, err := listShards(ctx, r.s.client, r.s.arn)
 	if err != nil {
-		return fmt.Errorf("cannot tell whether the shard is still the same: %w", err)
+		return shardInfo{}, fmt.Errorf("cannot tell whether the shard is still the same: %w", err)
 	}
 	for _, sh := range listed {
 		if sh.id != r.info.id {
@@ -34,12 +34,13 @@ func (r *shardReader) sameShard(ctx context.Context, from shard.Start) error {
 			known = r.cp.ShardStart
 		}
 		if known != "" && sh.startSeq != "" && known != sh.startSeq {
-			return fmt.Errorf("the shard now starts at sequence number %s, not %s: %w", sh.startSeq, known, errRecreated)
+			return shardInfo{}, fmt.Errorf("the shard now starts at sequence number %s, not %s: %w", sh.startSeq, known, errRecreated)
 		}
-		if isSequenceStart(from) && sh.startSeq != "" && shard.CompareSequence(from.Sequence, sh.startSeq) < 0 {
-			return fmt.Errorf("sequence number %s is older than the shard, which starts at %s: %w", from.Sequence, sh.startSeq, errRecreated)
+		if known == "" && isSequenceStart(from) && sh.startSeq != "" && shard.CompareSequence(from.Sequence, sh.startSeq) < 0 {
+			// Nothing tells which shard the start was of but the start.
+			return shardInfo{}, fmt.Errorf("sequence number %s is older than the shard, which starts at %s: %w", from.Sequence, sh.startSeq, errRecreated)
 		}
-		return nil
+		return sh, nil
 	}
-	return errors.New("the shard is no longer listed")
+	return shardInfo{}, errors.New("the shard is no longer listed")
 }

@@ -20,7 +20,9 @@ import (
 
 // pendingRead is a read waiting to be emitted: messages already converted
 // (with the position of each), then the records of b from next on, which
-// are converted a part at a time as room is made for them.
+// are converted a part at a time as room is made for them. A part may end
+// inside an aggregate: next is then that record, which the converter holds
+// open and goes on with.
 type pendingRead struct {
 	msgs      service.MessageBatch
 	positions []checkpoint.Position
@@ -57,6 +59,10 @@ type shardReader struct {
 
 	batcher   *service.Batcher // nil when the batch policy is empty
 	hasPeriod bool
+	// uncounted: the batch policy has no count, so checkpoint.limit bounds
+	// what the batcher holds (a read of aggregates of many empty user
+	// records would never reach a byte size).
+	uncounted bool
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
 
@@ -137,6 +143,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 		}
 		r.batcher = b
 		r.hasPeriod = r.s.in.conf.Batching.Period != ""
+		r.uncounted = r.s.in.conf.Batching.Count <= 0
 		defer b.Close(context.Background())
 	}
 	log.Debugf("stream %s shard %s: reading from %v", r.s.name, r.info.id, start)
@@ -212,17 +219,26 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 // publish runs the publisher, retrying a failed read from after the last
 // record it delivered, until the shard ends or ctx ends.
 //
-// A start at or after a sequence number that Kinesis refuses as an invalid
-// argument (its record passed the retention period: an expired checkpoint)
-// is replaced by a read from TRIM_HORIZON that drops what the start would not
-// have read (see trimFallback).
+// A start at or after a sequence number is first checked against the
+// shard's range (see position.go): one outside it stops the shard. One that
+// Kinesis refuses as an invalid argument is replaced by a read from
+// TRIM_HORIZON that drops what the start would not have read (see
+// trimFallback), as long as that read shows the start's record trimmed; if
+// it shows the record still there, the shard stops and the start is tried
+// again now and then.
 func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
+	if err := outOfRange(start, r.info); err != nil {
+		r.stopOnPosition(ctx, start, err)
+		return
+	}
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
 	var fallback *trimFallback
-	verify := false // the last failure may mean the stream was deleted: check before reading
+	refused := false // start was refused with its record still there: no fallback for it
+	stopped := false // the kinesis_shard_stopped gauge is set
+	verify := false  // the last failure may mean the stream was deleted: check before reading
 	for {
 		if verify {
-			if err := r.sameShard(ctx, start); err != nil {
+			if _, err := r.sameShard(ctx, start); err != nil {
 				if errors.Is(err, errRecreated) {
 					r.awaitReset(ctx, err)
 					return
@@ -242,10 +258,26 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			from = shard.Start{Kind: shard.TrimHorizon}
 		}
 		err := r.s.pub.Read(ctx, r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+			if err := checkSequences(b.Records); err != nil {
+				return err
+			}
 			if fallback != nil {
 				var expired bool
 				if b.Records, expired = fallback.filter(b.Records); expired {
 					r.checkpointExpired(fallback.from)
+				} else if fallback.present {
+					return errPositionRefused
+				}
+			}
+			if stopped {
+				stopped = false
+				r.s.in.metrics.stopped.Set(0, r.s.name, r.info.id)
+			}
+			var endErr error
+			if b.End {
+				if endErr = r.confirmEnd(dctx, b); endErr != nil {
+					// Its records are delivered; the end is not.
+					b.End, b.ChildShards = false, nil
 				}
 			}
 			select {
@@ -256,8 +288,8 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			if n := len(b.Records); n > 0 {
 				last = aws.ToString(b.Records[n-1].SequenceNumber)
 			}
-			if b.End {
-				return nil
+			if b.End || endErr != nil {
+				return endErr
 			}
 			// Fetch the next read once the reader is on this one's last
 			// part (see ready).
@@ -270,11 +302,28 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		})
 		if last != "" {
 			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
-			fallback = nil
+			fallback, refused = nil, false
 			bo.Reset() // the read made progress: a later failure starts the backoff afresh
 		}
 		if err == nil || ctx.Err() != nil {
 			return
+		}
+		switch {
+		case errors.Is(err, errPositionRefused):
+			fallback, refused, stopped = nil, true, true
+			wait := min(bo.Next(), positionRetry)
+			r.positionRefused(start, err, wait)
+			if backoff.Sleep(ctx, wait) != nil {
+				return
+			}
+			continue
+		case errors.Is(err, errEndUnconfirmed):
+			wait := bo.Next()
+			r.s.in.log.Warnf("stream %s shard %s: %v; the end is not taken, and the shard is read again from %v in %v (metric kinesis_shard_ends_unconfirmed)", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+			if backoff.Sleep(ctx, wait) != nil {
+				return
+			}
+			continue
 		}
 		if awserr.Is(err, "ResourceNotFoundException") || awserr.Is(err, "InvalidArgumentException") {
 			// The stream may have been deleted, and created again under its
@@ -282,20 +331,37 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			// the old stream's) would deliver what the new stream's own
 			// readers deliver again. Read on only once the shard listed is
 			// known to be this one; discovery resets the stream otherwise.
-			if serr := r.sameShard(ctx, start); serr != nil {
+			listed, serr := r.sameShard(ctx, start)
+			switch {
+			case serr != nil:
 				err = fmt.Errorf("%w; the shard is not read again until it is known to be the same: %v", err, serr)
 				if errors.Is(serr, errRecreated) {
 					r.awaitReset(ctx, err)
 					return
 				}
 				verify = true
-			} else {
+			case isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException"):
 				verify = false
-				if fallback == nil && isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException") {
+				if rerr := outOfRange(start, listed); rerr != nil {
+					r.stopOnPosition(ctx, start, fmt.Errorf("%v (Kinesis refused it: %v)", rerr, err))
+					return
+				}
+				if fallback == nil && !refused {
 					fallback = &trimFallback{from: start}
-					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position", r.s.name, r.info.id, start, err)
+					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", r.s.name, r.info.id, start, err)
 					continue
 				}
+				if refused {
+					stopped = true
+					wait := min(bo.Next(), positionRetry)
+					r.positionRefused(start, err, wait)
+					if backoff.Sleep(ctx, wait) != nil {
+						return
+					}
+					continue
+				}
+			default:
+				verify = false
 			}
 		}
 		wait := bo.Next()
@@ -335,16 +401,19 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 		return r.emitPending(ctx, &pendingRead{b: b})
 	}
 	r.readyForMore()
-	msgs, _, n := r.conv.convert(b)
-	if n == 0 {
-		return nil // nothing to hand over: e.g. an empty aggregate, or one whose acknowledged user records were skipped
-	}
-	for i, m := range msgs {
-		r.pending++
-		r.lastPos = r.conv.positions[i]
-		if r.batcher.Add(m) {
-			if err := r.flush(ctx); err != nil {
-				return err
+	// A part of at most checkpoint.limit messages at a time: a read whose
+	// aggregates hold many user records is not converted whole while the
+	// batcher flushes.
+	for next := 0; next < len(b.Records); {
+		var msgs service.MessageBatch
+		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
+		for i, m := range msgs {
+			r.pending++
+			r.lastPos = r.conv.positions[i]
+			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
+				if err := r.flush(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -519,7 +588,14 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 				r.held, more = &pendingRead{b: b}, nil
 				continue
 			}
-			msgs, last, m := r.conv.convert(b)
+			msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
+			if next < len(b.Records) {
+				// Aggregates of more user records than could join: the
+				// rest is left for emitPending, which converts it a part at
+				// a time.
+				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions), b: b, next: next}, nil
+				continue
+			}
 			if m == 0 {
 				r.readyForMore()
 				continue

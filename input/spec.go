@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
 // Name is the component name the input registers under.
@@ -96,11 +98,15 @@ The embedded store (`+"`checkpoint.dir`"+`) keeps one JSON file per stream in a 
 
 `+"`start_from`"+` applies only to shards that have no checkpoint. `+"`latest`"+` is pinned to the time the input first saw the stream and that time is stored, so a restart before the first record arrives loses nothing. Shards created after the input first started are read from their beginning. A stream deleted and created again under the same name (found by its creation time, or by a shard id that starts at another sequence number) drops the old checkpoints, with a warning, and is read afresh: `+"`latest`"+` then reads the new stream from its beginning, since all of it was written after the input first saw the name; the new checkpoints are kept across restarts.
 
-A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated (also when the refusal had another cause); a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+A checkpoint older than the stream's retention period cannot be resumed: its record was trimmed and Kinesis refuses the start with InvalidArgumentException. The shard is then read from the oldest record left (TRIM_HORIZON), dropping every record at or before the checkpoint, so nothing is repeated; a warning names the checkpoint and `+"`kinesis_checkpoints_expired`"+` counts it. Records after the checkpoint that passed the retention period too were never read and are lost.
+
+A checkpoint the shard cannot hold is never answered by skipping: one below the shard's first sequence number or above the last of a closed shard, or one Kinesis refuses while records at or before it are still in the shard (a sequence number of another shard, or beyond every record of this one). The shard is then not read; an error names the position, where it is kept and the `+"`benthos-kinesis checkpoint set`"+` command that sets it, and `+"`kinesis_shard_stopped`"+` is 1 for the shard. A refused one is tried again now and then (up to every 5 minutes), and read from once Kinesis takes it.
+
+A read that reports a shard's end (GetRecords without a next iterator, a fan-out event without a continuation) is taken only once ListShards lists the shard closed; otherwise the shard is read on and `+"`kinesis_shard_ends_unconfirmed`"+` counts it. At start the input says where its checkpoints are kept (the directory's absolute path, or the lease table) and, per stream, how many shards had a checkpoint, or that none had and where reading starts.
 
 ### Acknowledgements
 
-At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a read is split to fit the room left; a batch of a `+"`batching`"+` policy larger than the limit is let through alone); the shard's reading pauses until acknowledgements make room. Records acknowledged behind one that is not free their room at once: an output that batches by count without a period may hold records until more arrive, and the shard must stay free to send them. Keep such an output's batch count within `+"`checkpoint.limit`"+`, or give it a period: a shard's children are read only once all of its records are acknowledged, so records held at a shard's end would wait for ever on a stream with a single open shard. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then. A replay reaches the output after the batches of its shard that the pipeline already holds; set `+"`strict_order`"+` to keep each shard's order across rejections. While a rejected record holds a shard's checkpoint, the shard reads on within the limit: the gauge kinesis_records_past_checkpoint counts the records read past the checkpoint (a restart would read them all again), and a warning comes when it passes ten times `+"`checkpoint.limit`"+`.
+At most `+"`checkpoint.limit`"+` records per shard are in flight unacknowledged (a read is split to fit the room left, and so is an aggregate of many user records; a batch of a `+"`batching`"+` policy larger than the limit is let through alone, and a policy without a count is flushed once it holds the limit); the shard's reading pauses until acknowledgements make room. Records acknowledged behind one that is not free their room at once: an output that batches by count without a period may hold records until more arrive, and the shard must stay free to send them. Keep such an output's batch count within `+"`checkpoint.limit`"+`, or give it a period: a shard's children are read only once all of its records are acknowledged, so records held at a shard's end would wait for ever on a stream with a single open shard. A record that the pipeline rejects (nacks) is delivered again when `+"`auto_replay_nacks`"+` is true (the default): first at once, then after a pause growing from 100 ms to 5 s, and once due before newer batches; when the error names the failed messages of a batch, only those come again. When it is false the rejected record is not delivered again in this run, but its shard's checkpoint stays before it, so it is read again after a restart, and the children of that shard are not read until then. A replay reaches the output after the batches of its shard that the pipeline already holds; set `+"`strict_order`"+` to keep each shard's order across rejections. While a rejected record holds a shard's checkpoint, the shard reads on within the limit: the gauge kinesis_records_past_checkpoint counts the records read past the checkpoint (a restart would read them all again), and a warning comes when it passes ten times `+"`checkpoint.limit`"+`.
 
 ### Metadata
 
@@ -118,7 +124,7 @@ Each message carries:
 
 ### KPL aggregated records
 
-With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer Library as an aggregate becomes one message per user record, with the user record's partition key. Checkpoints hold the sub-sequence number: a restart inside an aggregate resumes at that record and skips the user records already acknowledged. Every user record is delivered, also one whose hash key lies outside the shard's range: the KPL aggregates only records bound for one shard, but other aggregators (the kinesis-aggregation libraries, producers that route an aggregate by one explicit hash key) mix keys, and after a reshard an aggregate may hold keys of a sibling shard. A Kinesis record is stored in one shard only, so no other shard delivers such a user record; it carries the metadata kinesis_hash_key_out_of_range: true, is counted in kinesis_hash_key_out_of_range, and the first one of a shard is logged as a warning. A corrupt aggregate (bad MD5 digest, broken protobuf) is delivered whole as one message flagged with an error (see `+"`errored()`"+` and the `+"`catch`"+` processor), with metadata kinesis_deaggregation_error saying why; it is logged once and never dropped.
+With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer Library as an aggregate becomes one message per user record, with the user record's partition key. Checkpoints hold the sub-sequence number: a restart inside an aggregate resumes at that record and skips the user records already acknowledged. An aggregate's user records are converted and handed out a part at a time, like the records of a large read, so `+"`checkpoint.limit`"+` bounds what one aggregate holds in memory: a Kinesis record of 1 MiB can hold 166,650 empty user records. Every user record is delivered, also one whose hash key lies outside the shard's range: the KPL aggregates only records bound for one shard, but other aggregators (the kinesis-aggregation libraries, producers that route an aggregate by one explicit hash key) mix keys, and after a reshard an aggregate may hold keys of a sibling shard. A Kinesis record is stored in one shard only, so no other shard delivers such a user record; it carries the metadata kinesis_hash_key_out_of_range: true, is counted in kinesis_hash_key_out_of_range, and the first one of a shard is logged as a warning. A corrupt aggregate (bad MD5 digest, broken protobuf) is delivered whole as one message flagged with an error (see `+"`errored()`"+` and the `+"`catch`"+` processor), with metadata kinesis_deaggregation_error saying why; it is logged once and never dropped.
 
 ### Metrics
 
@@ -127,6 +133,8 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_throttles: per stream and shard
 - kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
 - kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
+- kinesis_shard_stopped: gauge per stream and shard, 1 while the shard is not read because its checkpoint is a position the shard cannot hold
+- kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
@@ -143,11 +151,13 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewStringField(fRegion).
 				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
 				Default("").
-				Example("us-east-1"),
-			service.NewStringField(fEndpoint).
-				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region.").
+				Example("us-east-1").
+				LintRule(`root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field region: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`),
+			service.NewURLField(fEndpoint).
+				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region. Every call to it but a fan-out subscription has to be answered within "+awsclient.KinesisCallTimeout.String()+" (the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 				Default("").
 				Example("http://127.0.0.1:4568").
+				LintRule(endpointLint(fEndpoint)).
 				Advanced(),
 			service.NewTLSToggledField(fTLS).
 				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
@@ -224,20 +234,22 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 				service.NewIntField(fCheckpointLimit).
 					Description("The most unacknowledged records per shard; reading the shard pauses at this limit.").
 					Default(1024).
-					LintRule(`root = if this < 1 { [ "field checkpoint.limit: %v: expected at least 1 unacknowledged record per shard".format(this) ] }`),
+					LintRule(fmt.Sprintf(`root = if this < 1 || this > %d { [ "field checkpoint.limit: %%v: expected 1 to %d unacknowledged records per shard".format(this) ] }`, maxCheckpointLimit, maxCheckpointLimit)),
 				service.NewDurationField(fCheckpointCommitPeriod).
 					Description("How often acknowledged positions are committed to the store. They are also committed at shard end and when the input closes.").
 					Default("1s").
 					LintRule(durationAtLeast(fCheckpoint+"."+fCheckpointCommitPeriod, 0.000001, "a positive duration, e.g. 1s")),
 				service.NewObjectField(fDynamo,
 					service.NewStringField(fDynamoTable).
-						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them."),
+						Description("The DynamoDB table that holds the leases and checkpoints of every instance reading these streams. Instances with the same table share the shards of a stream between them.").
+						LintRule(`root = if this != "" && !this.re_match("^[a-zA-Z0-9_.-]{3,255}$") { [ "field checkpoint.dynamodb.table: %v: expected a DynamoDB table name: 3 to 255 of a-z, A-Z, 0-9, '_', '-', '.'".format(this) ] }`),
 					service.NewBoolField(fDynamoCreate).
 						Description("Create the table (on-demand billing, hash key `leaseKey`) if it does not exist, and wait until it is ACTIVE.").
 						Default(false),
-					service.NewStringField(fDynamoEndpoint).
-						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's.").
-						Default(""),
+					service.NewURLField(fDynamoEndpoint).
+						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
+						Default("").
+						LintRule(endpointLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
 					service.NewDurationField(fDynamoLeasePeriod).
 						Description("An instance that has not renewed a lease for this long loses it to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB writes and more slack for pauses. A dead instance's shards are read again within about 1.7 lease periods.").
 						Default("10s").
@@ -329,6 +341,14 @@ func enumLint(field string, options ...string) string {
 	}
 	return fmt.Sprintf(`root = if ![%s].contains(this) { [ "field %s: %%v is not one of %s".format(this) ] }`,
 		strings.Join(quoted, ", "), field, strings.Join(options, ", "))
+}
+
+// endpointLint is the lint rule of an endpoint URL field: http or https,
+// with a host. The value it names has the password of its user information
+// replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
+// with a password).
+func endpointLint(field string) string {
+	return fmt.Sprintf(`root = if this != "" && !this.re_match("^https?://[^/?#\\s]+([/?#].*)?$") { [ "field %s: %%v: expected an http or https URL such as http://127.0.0.1:4568".format(this.re_replace_all("://[^/?#@]*@", "://xxxxx@")) ] }`, field)
 }
 
 // durationAtLeast is the lint rule of a duration field that must be at

@@ -2,7 +2,11 @@ package input
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +72,10 @@ type streamReader struct {
 	// outOfRangeWarned holds the shards whose aggregates were found to hold
 	// user records of another shard's hash key range: said once per shard.
 	outOfRangeWarned sync.Map
+
+	// listingWarned is the last warning about a listing that cannot be read
+	// (no shards, parents in a cycle): said again only when it changes.
+	listingWarned string
 }
 
 // setBehind records how far a shard's reader is behind the tip of its
@@ -133,10 +141,29 @@ func (s *streamReader) load(ctx context.Context) error {
 		return err
 	}
 	s.firstPin, s.firstStart = first.Due, first.Start
+	s.loaded(first)
 	s.events = make(chan shardEvent)
 	s.shards = map[string]shardInfo{}
 	s.running = map[string]context.CancelCauseFunc{}
 	return nil
+}
+
+// loaded says what the store held for the stream: a store found empty reads
+// from start_from, which after a restart that opened another store than the
+// one before (a relative directory from another working directory) skips
+// what was written meanwhile, so it must not pass in silence.
+func (s *streamReader) loaded(first coord.FirstPin) {
+	where, _ := s.in.conf.Coordination.store()
+	n := s.pos.Len()
+	if first.Due && n == 0 {
+		from := first.Start.Kind
+		if st, err := first.Start.ToShard(); err == nil {
+			from = st.String()
+		}
+		s.in.log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)", s.name, where, from, s.in.conf.StartFrom)
+		return
+	}
+	s.in.log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)
 }
 
 // firstStartFor is where the shards of the input's very first start are
@@ -227,10 +254,16 @@ func (s *streamReader) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(listed) == 0 {
+		// A stream has an open shard at all times: such an answer is
+		// wrong, and taken as it is it would drop every checkpoint.
+		return errors.New("ListShards lists no shards: nothing is read, and no checkpoint is dropped, until it lists some")
+	}
 	known := map[string]shardInfo{}
 	for _, sh := range listed {
 		known[sh.id] = sh
 	}
+	s.checkListing(known)
 	if s.reused(known) {
 		if err := s.reset(ctx); err != nil {
 			return err
@@ -252,12 +285,110 @@ func (s *streamReader) discover(ctx context.Context) error {
 		}
 	}
 	for _, id := range s.coord.Prune(coordShards(known)) {
-		if _, ok := s.running[id]; !ok {
-			s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
+		if _, ok := s.running[id]; ok {
+			continue
 		}
+		if neverListed(id, listed) {
+			s.in.log.Warnf("stream %s: the store has a checkpoint of shard %s, which is not in the stream (whose shard ids go up to %s): the checkpoint is ignored", s.name, id, maxShardID(listed))
+			continue
+		}
+		s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 	}
 	s.shards = known
 	return s.pin(ctx, listed)
+}
+
+// checkListing warns about a listing that leaves shards unread for good:
+// shards whose parents lead back to themselves (an answer the service should
+// never give; such shards wait for a parent's end that never comes).
+func (s *streamReader) checkListing(known map[string]shardInfo) {
+	var msg string
+	if cyc := parentCycle(known); len(cyc) > 0 {
+		msg = fmt.Sprintf("stream %s: ListShards lists shards whose parents lead back to themselves (%s): they are never read, as each waits for a parent's end", s.name, strings.Join(cyc, " -> "))
+	}
+	if msg != "" && msg != s.listingWarned {
+		s.in.log.Errorf("%s", msg)
+	}
+	s.listingWarned = msg
+}
+
+// parentCycle returns the shard ids of a cycle of parents among shards,
+// ending with the first again, or nil.
+func parentCycle(shards map[string]shardInfo) []string {
+	ids := make([]string, 0, len(shards))
+	for id := range shards {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	done := map[string]bool{}
+	for _, id := range ids {
+		var path []string
+		on := map[string]int{}
+		var walk func(id string) []string
+		walk = func(id string) []string {
+			if i, ok := on[id]; ok {
+				return append(slices.Clone(path[i:]), id)
+			}
+			sh, ok := shards[id]
+			if !ok || done[id] {
+				return nil
+			}
+			on[id] = len(path)
+			path = append(path, id)
+			for _, p := range sh.parents {
+				if c := walk(p); c != nil {
+					return c
+				}
+			}
+			path = path[:len(path)-1]
+			delete(on, id)
+			done[id] = true
+			return nil
+		}
+		if c := walk(id); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// neverListed reports whether a shard id absent from a listing can never
+// have been a shard of the stream: Kinesis numbers a stream's shards
+// upwards, so an id above every listed one (or not of that form) is not of
+// this stream, while one below may have passed the retention period.
+func neverListed(id string, listed []shardInfo) bool {
+	n, ok := shardNumber(id)
+	if !ok {
+		return true
+	}
+	for _, sh := range listed {
+		if m, ok := shardNumber(sh.id); ok && m >= n {
+			return false
+		}
+	}
+	return true
+}
+
+// maxShardID returns the highest shard id of a listing.
+func maxShardID(listed []shardInfo) string {
+	most, id := int64(-1), "none"
+	for _, sh := range listed {
+		if n, ok := shardNumber(sh.id); ok && n > most {
+			most, id = n, sh.id
+		}
+	}
+	return id
+}
+
+// shardNumber returns the number of a shard id of Kinesis' form
+// shardId-000000000042.
+func shardNumber(id string) (int64, bool) {
+	digits, ok := strings.CutPrefix(id, "shardId-")
+	if !ok || digits == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && n >= 0
 }
 
 // reused reports whether the listed shards are of a stream created again

@@ -267,3 +267,158 @@ func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
 	p2.StopWhen(t, out2, len(more), 30*time.Second)
 	inputtest.CheckDelivery(t, out2.All(), more, true)
 }
+
+// TestParentCycle finds shards whose parents lead back to themselves.
+func TestParentCycle(t *testing.T) {
+	sh := func(id string, parents ...string) shardInfo { return shardInfo{id: id, parents: parents} }
+	for _, tc := range []struct {
+		name   string
+		shards []shardInfo
+		cycle  string
+	}{
+		{"a split and a merge", []shardInfo{sh("0"), sh("1", "0"), sh("2", "0"), sh("3", "1", "2")}, ""},
+		{"parents gone", []shardInfo{sh("5", "1"), sh("6", "5", "4")}, ""},
+		{"two", []shardInfo{sh("0", "1"), sh("1", "0")}, "0 1 0"},
+		{"itself", []shardInfo{sh("7", "7")}, "7 7"},
+		{"behind a good one", []shardInfo{sh("0"), sh("1", "0", "3"), sh("2", "1"), sh("3", "2")}, "1 3 2 1"},
+	} {
+		shards := map[string]shardInfo{}
+		for _, s := range tc.shards {
+			shards[s.id] = s
+		}
+		if got := strings.Join(parentCycle(shards), " "); got != tc.cycle {
+			t.Errorf("%s: cycle %q, want %q", tc.name, got, tc.cycle)
+		}
+	}
+}
+
+// TestNeverListed tells a shard id that cannot be of the stream (above every
+// listed one, or not a shard id) from one that may have passed retention.
+func TestNeverListed(t *testing.T) {
+	listed := []shardInfo{{id: "shardId-000000000003"}, {id: "shardId-000000000004"}}
+	for id, want := range map[string]bool{
+		"shardId-000000000001": false, // may have passed the retention period
+		"shardId-000000000099": true,
+		"shard-7":              true,
+		"shardId-":             true,
+	} {
+		if got := neverListed(id, listed); got != want {
+			t.Errorf("neverListed(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestBadListingsAreSaid: ListShards answers that leave the stream unread
+// are errors an operator sees. An empty listing drops no checkpoint, shards
+// whose parents form a cycle are named, and a checkpoint of a shard id the
+// stream never had is said to be not in the stream.
+//
+// Before, an empty listing or a cycle read nothing and logged nothing, and a
+// checkpoint of a shard not in the stream was reported as older than the
+// retention period.
+func TestBadListingsAreSaid(t *testing.T) {
+	t.Parallel()
+	const full = `"HashKeyRange":{"StartingHashKey":"0","EndingHashKey":"340282366920938463463374607431768211455"}`
+	for _, tc := range []struct {
+		name, answer, said string
+	}{
+		{"empty", `{"Shards":[]}`, "ListShards lists no shards"},
+		{"cycle", `{"Shards":[` +
+			`{"ShardId":"shardId-000000000000","ParentShardId":"shardId-000000000001",` + full + `,"SequenceNumberRange":{"StartingSequenceNumber":"START0"}},` +
+			`{"ShardId":"shardId-000000000001","ParentShardId":"shardId-000000000000",` + full + `,"SequenceNumberRange":{"StartingSequenceNumber":"2"}}]}`,
+			"shardId-000000000000 -> shardId-000000000001 -> shardId-000000000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			dir := t.TempDir()
+			conf := fakeInput(srv, "orders", dir, "reader: polling")
+			want := fakeProduce(t, srv, "orders", "a", 5, 1)
+			out := &inputtest.Collector{}
+			p := inputtest.StartPipeline(t, conf, out)
+			p.StopWhen(t, out, len(want), time.Minute)
+			before := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+
+			// Shard 0 as it starts: another start would be a stream created
+			// again, which drops the checkpoints rightly.
+			answer := strings.ReplaceAll(tc.answer, "START0", before.Shards["shardId-000000000000"].ShardStart)
+			srv.Control("ListShards", func(*kinesisfake.Request) (bool, int, []byte) {
+				return true, 200, []byte(answer)
+			})
+			logs := &inputtest.Logs{}
+			p = inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
+			waitUntil(t, time.Minute, func() bool {
+				for _, line := range strings.Split(logs.String(), "\n") {
+					if strings.Contains(line, "level=ERROR") && strings.Contains(line, "stream orders") && strings.Contains(line, tc.said) {
+						return true
+					}
+				}
+				return false
+			})
+			p.Stop(t)
+			after := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+			const shard0 = "shardId-000000000000"
+			if a, b := after.Shards[shard0], before.Shards[shard0]; fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("the checkpoint of %s changed under a bad listing: %v, was %v", shard0, a, b)
+			}
+		})
+	}
+	t.Run("checkpoint_of_a_shard_not_in_the_stream", func(t *testing.T) {
+		t.Parallel()
+		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		dir := t.TempDir()
+		store, err := checkpoint.OpenFile(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Save(t.Context(), checkpoint.Stream{ARN: srv.StreamARN("orders"), Shards: map[string]checkpoint.Checkpoint{
+			"shardId-000000000042": {Start: checkpoint.Start{Kind: "TRIM_HORIZON"}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		want := fakeProduce(t, srv, "orders", "a", 5, 1)
+		logs := &inputtest.Logs{}
+		out := &inputtest.Collector{}
+		p := inputtest.StartPipelineWith(t, fakeInput(srv, "orders", dir, "reader: polling"), out.Consume, inputtest.Options{Logs: logs})
+		p.StopWhen(t, out, len(want), time.Minute)
+		text := logs.String()
+		if !strings.Contains(text, "shardId-000000000042, which is not in the stream") || strings.Contains(text, "retention") {
+			t.Errorf("the checkpoint of a shard not in the stream is not said to be so:\n%s", text)
+		}
+	})
+}
+
+// TestStartSaysWhichStoreAndWhatItHeld: the start names the checkpoint
+// directory by its absolute path (a relative one depends on the working
+// directory) and says, per stream, that no checkpoint was found and where
+// reading starts, or how many shards had one.
+//
+// Before, nothing said which store was opened or that it was empty: a
+// relative checkpoint.dir started from another working directory with
+// start_from latest skipped what was written meanwhile in silence.
+func TestStartSaysWhichStoreAndWhatItHeld(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	want := fakeProduce(t, srv, "orders", "a", 4, 2)
+	for run, said := range []string{
+		"stream orders: no checkpoint in the directory " + dir + ": its shards are read from TRIM_HORIZON",
+		"stream orders: checkpoints of 2 shards found in the directory " + dir,
+	} {
+		logs := &inputtest.Logs{}
+		out := &inputtest.Collector{}
+		p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
+		if run == 0 {
+			p.StopWhen(t, out, len(want), time.Minute)
+		} else {
+			waitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), said) })
+			p.Stop(t)
+		}
+		text := logs.String()
+		if !strings.Contains(text, said) || !strings.Contains(text, "checkpoints are kept in the directory "+dir) {
+			t.Errorf("run %d does not say %q and which store it opened:\n%s", run+1, said, text)
+		}
+	}
+}

@@ -17,6 +17,10 @@ type trimFallback struct {
 	from shard.Start // the refused start: AtSequence or AfterSequence
 	// started is set once the fallback has seen its first record.
 	started bool
+	// present is set when that first record lies at or before from: the
+	// refused start's record is still there, so the refusal had another
+	// cause than the retention period, and nothing is kept.
+	present bool
 }
 
 // isSequenceStart reports whether a start names a sequence number, the only
@@ -30,14 +34,22 @@ func isSequenceStart(s shard.Start) bool {
 // from it on (AtSequence, which resumes inside a KPL aggregate whose user
 // records the converter then skips itself). expired reports, for the first
 // record the fallback ever sees, whether it lies after that sequence number:
-// then the refused start's record itself was trimmed.
+// then the refused start's record itself was trimmed. A first record at or
+// before it sets present and keeps nothing: the start's record was not
+// trimmed, and Kinesis refused the start for another reason (a position of
+// another shard, or beyond every record of this one), which a read from
+// TRIM_HORIZON must not paper over by skipping up to it.
 func (f *trimFallback) filter(recs []types.Record) (kept []types.Record, expired bool) {
-	if len(recs) == 0 {
-		return recs, false
+	if len(recs) == 0 || f.present {
+		return recs[:0], false
 	}
 	if !f.started {
 		f.started = true
 		expired = shard.CompareSequence(aws.ToString(recs[0].SequenceNumber), f.from.Sequence) > 0
+		if !expired {
+			f.present = true
+			return recs[:0], false
+		}
 	}
 	i := 0
 	for i < len(recs) {

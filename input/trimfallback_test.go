@@ -17,8 +17,12 @@ import (
 )
 
 // TestTrimFallbackFilter: a read from TRIM_HORIZON in place of a refused start
-// keeps exactly what that start would have read, and reports the start's
-// record as expired only when the first record seen lies after it.
+// keeps exactly what that start would have read when the first record seen
+// lies after it (the start's record was trimmed: expired), and nothing when
+// that record lies at or before it (the start's record is still there:
+// present, the refusal had another cause). Before, such a read skipped every
+// record up to the start: a start beyond every record of the shard skipped
+// all of them for good.
 func TestTrimFallbackFilter(t *testing.T) {
 	recs := func(seqs ...int) []types.Record {
 		out := make([]types.Record, len(seqs))
@@ -41,6 +45,7 @@ func TestTrimFallbackFilter(t *testing.T) {
 		in      []types.Record
 		kept    string
 		expired bool
+		present bool
 	}
 	for _, tc := range []struct {
 		name  string
@@ -48,33 +53,42 @@ func TestTrimFallbackFilter(t *testing.T) {
 		reads []read
 	}{
 		{"after, still there", after, []read{
-			{recs(), "[]", false}, // an empty read decides nothing
-			{recs(98, 99), "[]", false},
-			{recs(100, 101, 102), "[101 102]", false},
-			{recs(103), "[103]", false},
+			{recs(), "[]", false, false}, // an empty read decides nothing
+			{recs(98, 99), "[]", false, true},
+			{recs(100, 101, 102), "[]", false, true}, // and nothing after it
+		}},
+		{"after, its own record first", after, []read{
+			{recs(100, 101), "[]", false, true},
 		}},
 		{"at, still there", at, []read{
-			{recs(99, 100, 101), "[100 101]", false},
+			{recs(99, 100, 101), "[]", false, true},
+		}},
+		{"at, its own record first", at, []read{
+			{recs(100, 101), "[]", false, true},
+		}},
+		{"beyond every record", shard.Start{Kind: shard.AfterSequence, Sequence: "99999999999999999999"}, []read{
+			{recs(5, 6), "[]", false, true},
 		}},
 		{"after, trimmed", after, []read{
-			{recs(), "[]", false},
-			{recs(150, 151), "[150 151]", true},
-			{recs(152), "[152]", false}, // reported once
+			{recs(), "[]", false, false},
+			{recs(), "[]", false, false},
+			{recs(150, 151), "[150 151]", true, false},
+			{recs(152), "[152]", false, false}, // reported once
 		}},
 		{"at, trimmed", at, []read{
-			{recs(101, 102), "[101 102]", true},
+			{recs(101, 102), "[101 102]", true, false},
 		}},
 		{"after, the last record trimmed, nothing after it yet", after, []read{
-			{recs(), "[]", false},
-			{recs(9000), "[9000]", true},
+			{recs(), "[]", false, false},
+			{recs(9000), "[9000]", true, false},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &trimFallback{from: tc.from}
 			for i, rd := range tc.reads {
 				kept, expired := f.filter(rd.in)
-				if seqs(kept) != rd.kept || expired != rd.expired {
-					t.Fatalf("read %d %s: kept %s expired %v, want %s %v", i, seqs(rd.in), seqs(kept), expired, rd.kept, rd.expired)
+				if seqs(kept) != rd.kept || expired != rd.expired || f.present != rd.present {
+					t.Fatalf("read %d %s: kept %s expired %v present %v, want %s %v %v", i, seqs(rd.in), seqs(kept), expired, f.present, rd.kept, rd.expired, rd.present)
 				}
 			}
 		})
@@ -83,13 +97,19 @@ func TestTrimFallbackFilter(t *testing.T) {
 
 // TestExpiredCheckpoint restarts both readers from a checkpoint that Kinesis
 // refuses with InvalidArgumentException: once because its record passed the
-// retention period (trimmed), once for another cause while the record is
-// still there. Either way the shard reads on from the oldest record left,
-// never repeating the records at or before the checkpoint; only the trimmed
-// one is reported, by a warning and the kinesis_checkpoints_expired metric.
+// retention period (trimmed), once (the first try only) for another cause
+// while the record is still there. Trimmed, the shard reads on from the
+// oldest record left, never repeating the records at or before the
+// checkpoint, reported by a warning and the kinesis_checkpoints_expired
+// metric. Refused for another cause, the read from TRIM_HORIZON shows the
+// record still there: nothing is skipped, an error names the position and
+// the command that sets it, and the position is tried again, then read from.
 //
-// Before the fix the restarted reader retried the refused start for ever
-// (backoff up to 2 minutes) and shard 0 delivered nothing more.
+// Before the first fix the restarted reader retried the refused start for
+// ever (backoff up to 2 minutes) and shard 0 delivered nothing more; before
+// the second, any refusal read on from TRIM_HORIZON skipping every record up
+// to the refused position, and a position beyond every record of the shard
+// skipped all of them for good (see TestPositionBeyondShardStopsIt).
 func TestExpiredCheckpoint(t *testing.T) {
 	t.Parallel()
 	for _, reader := range []struct{ name, yaml string }{
@@ -204,6 +224,15 @@ func testExpiredCheckpoint(t *testing.T, readerYAML string, trimmed bool) {
 		}
 		if expiredCount != 0 {
 			t.Errorf("kinesis_checkpoints_expired of %s is %d for a checkpoint whose record is still there", shard0, expiredCount)
+		}
+		said := false
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "shard "+shard0) && strings.Contains(line, checkpointSeq) && strings.Contains(line, "checkpoint set") {
+				said = true
+			}
+		}
+		if !said {
+			t.Errorf("the refusal of a checkpoint whose record is still there is not an error naming the position and `checkpoint set`:\n%s", text)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
@@ -267,9 +268,14 @@ func (r *reader) retry(ctx context.Context, op string, err error) error {
 	case awserr.Throttled:
 		r.opts.Throttled(r.shardID)
 	}
-	if !d.Counts {
+	switch {
+	case awsclient.IsNoAnswer(err):
+		// Not counted (the endpoint may come back), but said at a level
+		// an operator sees: the error names the endpoint that went silent.
+		r.opts.Logger.Warnf("shard %s: %s failed, retrying: %v", r.shardID, op, err)
+	case !d.Counts:
 		r.opts.Logger.Debugf("shard %s: %s failed (%v), backing off: %v", r.shardID, op, d.Class, err)
-	} else {
+	default:
 		r.failures++
 		if r.failures >= r.opts.RetryLimit {
 			return r.fail(r.shardID, op, err)

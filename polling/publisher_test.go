@@ -3,6 +3,7 @@ package polling
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -239,5 +242,47 @@ func TestFatalAndRetryLimitErrors(t *testing.T) {
 	_, _, err = collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
 	if err == nil || len(api.getTimes) != 3 {
 		t.Fatalf("after %d calls got %v, want an error after 3", len(api.getTimes), err)
+	}
+}
+
+// warnings records what a reader warns about.
+type warnings struct {
+	logging.NopLogger
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *warnings) Warnf(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lines = append(w.lines, fmt.Sprintf(format, args...))
+}
+
+// TestSilentEndpointIsWarnedAndRetried: a GetRecords call that got no answer
+// within the client's deadline is retried without counting towards the
+// retry limit, and warned about with the endpoint. Before, such a failure
+// (recoverable) was only a debug line: a silent endpoint went unseen at the
+// default log level.
+func TestSilentEndpointIsWarnedAndRetried(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{records: 10, closed: true, perCall: 5}
+	silent := &awsclient.NoAnswerError{Service: "Kinesis", Operation: "GetRecords", Endpoint: "http://127.0.0.1:9", After: 20 * time.Second, Err: context.DeadlineExceeded}
+	api.fail = func(call int) error {
+		if call <= 3 {
+			return silent
+		}
+		return nil
+	}
+	logs := &warnings{}
+	p := New(api, "arn:stream", Options{BackoffInitial: time.Millisecond, RetryLimit: 1, Logger: logs})
+	seqs, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
+	if err != nil {
+		t.Fatalf("a silent endpoint ended the read (it must be retried, never counted): %v", err)
+	}
+	checkSequence(t, seqs, 1, 10)
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.lines) != 3 || !strings.Contains(logs.lines[0], "no answer from http://127.0.0.1:9") {
+		t.Fatalf("warnings %q, want 3 naming the endpoint", logs.lines)
 	}
 }

@@ -157,8 +157,8 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 }
 
 // markContradicted marks BROKEN the rows whose stored checkpoint the
-// stream's listing proves wrong (coord.Contradicts): the input does not read
-// them.
+// stream's listing proves wrong (an end on an open shard, a position outside
+// the shard): the input does not read them.
 func markContradicted(ctx context.Context, t streamTarget, rows []shardRow) error {
 	shards, err := listShards(ctx, t.client, t.streamARN)
 	if err != nil {
@@ -174,6 +174,11 @@ func markContradicted(ctx context.Context, t streamTarget, rows []shardRow) erro
 		}
 		if err := coord.Contradicts(byID[r.Shard], *r.cp); err != nil {
 			rows[i].Broken = err.Error()
+		}
+		if p := r.cp.Position; p != nil {
+			if err := coord.OutsideShard(byID[r.Shard], p.Sequence); err != nil {
+				rows[i].Broken = "the stored position: " + err.Error()
+			}
 		}
 	}
 	return nil

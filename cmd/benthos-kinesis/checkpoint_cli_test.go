@@ -151,7 +151,7 @@ func TestCheckpointShowBrokenFileAndMissingDir(t *testing.T) {
 	}
 	for _, want := range []string{"shardId-000000000000  BROKEN", "shardId-000000000000 is BROKEN", "position.sequence_number", "not-a-number",
 		// Below its shard's start: the listing proves it wrong.
-		"shardId-000000000001 is BROKEN", "the stored position 4901 is not in shard shardId-000000000001, which holds 49"} {
+		"shardId-000000000001 is BROKEN", "the stored position: sequence number 4901 is not a position in shard shardId-000000000001, which holds 49"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show --dir lacks %q:\n%s", want, out)
 		}

@@ -361,10 +361,7 @@ func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string
 	if err := checkpoint.CheckSequence(what, seq); err != nil {
 		return err
 	}
-	if s.start != "" && shard.CompareSequence(seq, s.start) < 0 {
-		return refuse("")
-	}
-	if coord.KnownEnd(s.start, s.end) && shard.CompareSequence(seq, s.end) > 0 {
+	if coord.OutsideShard(coord.Shard{ID: s.id, StartSeq: s.start, EndSeq: s.end, Listed: true}, seq) != nil {
 		return refuse("")
 	}
 	_, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{

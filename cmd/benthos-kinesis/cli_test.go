@@ -81,6 +81,10 @@ output:
 		{args: []string{"lint", leases("both", "{ dir: /tmp/cp, dynamodb: { table: leases } }")}, wantErr: true, want: []string{"field checkpoint.dir: is set together with checkpoint.dynamodb"}},
 		{args: []string{"lint", leases("moved", "{ dir: /tmp/cp }\n    checkpoint_limit: 5\n    dynamodb: { table: t1 }")}, wantErr: true, want: []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field dynamodb: is a field of aws_kinesis or a KCL setting; here: checkpoint.dynamodb"}},
 		{args: []string{"echo", good}, want: []string{"SECRET_SCRUBBED", "AKID"}, not: []string{"topsecret", "sessiontoken"}},
+		// Before, echo showed an endpoint's password, and the lint passed
+		// a table name DynamoDB refuses.
+		{args: []string{"echo", leases("password", "{ dynamodb: { table: leases, endpoint: 'http://user:hunter2@127.0.0.1:8000' } }\n    endpoint: http://user:hunter3@127.0.0.1:4568")}, want: []string{"SECRET_SCRUBBED"}, not: []string{"hunter2", "hunter3"}},
+		{args: []string{"lint", leases("badname", "{ dynamodb: { table: 'bad name!' } }")}, wantErr: true, want: []string{"field checkpoint.dynamodb.table: bad name!: expected a DynamoDB table name"}},
 		{args: []string{"--version"}, want: []string{"Version:"}},
 		{args: []string{"list", "--help"}, want: []string{"List all benthos-kinesis component types"}, not: []string{"List all Benthos with"}},
 		{args: []string{"list", "metrics"}, want: []string{"prometheus"}},

@@ -96,6 +96,9 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 			Endpoint: c.String("endpoint"),
 			Profile:  c.String("profile"), Role: c.String("role"), RoleExternalID: c.String("role-external-id"),
 		}
+		if err := checkFlags(c); err != nil {
+			return cli.Exit(err.Error(), 2)
+		}
 		if set.Region == "" {
 			set.Region = arnRegion
 		}
@@ -118,7 +121,11 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 			return cli.Exit(err.Error(), 1)
 		}
 		client := awsclient.Kinesis(cfg, set.Endpoint)
-		desc, err := awsclient.DescribeStream(ctx, client, ref, "region "+cfg.Region, "--stream")
+		where := "region " + cfg.Region
+		if set.Endpoint != "" {
+			where += " at endpoint " + awsclient.RedactURL(set.Endpoint)
+		}
+		desc, err := awsclient.DescribeStream(ctx, client, ref, where, "--stream")
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -130,13 +137,58 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 	}
 }
 
+// checkFlags refuses, before any call, the flag values the service would
+// refuse less clearly or never answer: a consumer name Kinesis does not take,
+// an endpoint that is no http or https URL (of Kinesis, and of DynamoDB for
+// the checkpoint commands), a region not of AWS's form. A flag a command
+// does not have reads as empty and is not checked.
+func checkFlags(c *cli.Context) error {
+	if c.IsSet("consumer-name") {
+		if err := efo.CheckConsumerName(c.String("consumer-name")); err != nil {
+			return fmt.Errorf("--consumer-name %w", err)
+		}
+	}
+	for _, flag := range []string{"endpoint", "dynamodb-endpoint", "from-dynamodb-endpoint"} {
+		if v := c.String(flag); v != "" {
+			if err := awsclient.CheckEndpoint(v); err != nil {
+				return fmt.Errorf("--%s %w", flag, err)
+			}
+		}
+	}
+	if v := c.String("region"); v != "" {
+		if err := awsclient.CheckRegion(v); err != nil {
+			return fmt.Errorf("--region %w", err)
+		}
+	}
+	return nil
+}
+
 func registerAction(ctx context.Context, c *cli.Context, t streamTarget) error {
-	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, efo.WaitOptions{Timeout: c.Duration("timeout")})
+	stderr := c.App.ErrWriter
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	wait := efo.WaitOptions{Timeout: c.Duration("timeout"), Logger: warnings{stderr}}
+	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, wait)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(t.out, consumer.ARN)
 	return err
+}
+
+// warnings writes the warnings and errors of a wait (e.g. an endpoint that
+// does not answer, retried until --timeout) to w, the command's stderr;
+// stdout stays the command's answer alone.
+type warnings struct{ w io.Writer }
+
+func (warnings) Debugf(string, ...any) {}
+func (warnings) Infof(string, ...any)  {}
+func (l warnings) Warnf(format string, args ...any) {
+	fmt.Fprintf(l.w, "warning: "+format+"\n", args...)
+}
+func (l warnings) Errorf(format string, args ...any) {
+	fmt.Fprintf(l.w, "error: "+format+"\n", args...)
 }
 
 func describeAction(ctx context.Context, _ *cli.Context, t streamTarget) error {

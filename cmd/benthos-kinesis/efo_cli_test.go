@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -63,5 +64,41 @@ func TestEFOCommands(t *testing.T) {
 	out, err = efo("describe", "--consumer-name", "app", "--stream", "nope", "--endpoint", srv.Endpoint(), "--ca-file", ca)
 	if err == nil || !strings.Contains(out, "stream nope does not exist") {
 		t.Fatalf("describe of a missing stream: %v\n%s", err, out)
+	}
+}
+
+// TestCommandsRefuseBadFlags: flag values the service would refuse less
+// clearly, or an endpoint it could never reach, are refused before any call
+// with an error naming the flag and what was expected (exit 2). Before,
+// `efo register --consumer-name ”` got the service's validation error, and
+// an ftp:// endpoint or a region with spaces were tried. A password in an
+// endpoint is not shown.
+func TestCommandsRefuseBadFlags(t *testing.T) {
+	t.Parallel()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, ca := startFake(t, t.TempDir(), kinesisfake.Stream("orders", 1))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"efo", "register", "--consumer-name", "", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--consumer-name "": expected a consumer name of 1 to 128 of a-z A-Z 0-9 _ . -`},
+		{[]string{"efo", "describe", "--consumer-name", "my app", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--consumer-name "my app": expected a consumer name`},
+		{[]string{"efo", "list", "--stream", "orders", "--endpoint", "ftp://user:hunter2@x"}, `--endpoint "ftp://user:xxxxx@x": expected an http or https URL`},
+		{[]string{"efo", "list", "--stream", "orders", "--region", "us east 1", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--region "us east 1": expected an AWS region such as us-east-1`},
+		{[]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--table", "leases", "--dynamodb-endpoint", "ftp://x"}, `--dynamodb-endpoint "ftp://x": expected an http or https URL`},
+	} {
+		cmd := exec.Command(bin, c.args...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: exit %v, want exit 2 with %q:\n%s", c.args, err, c.want, out)
+		}
+		if strings.Contains(string(out), "hunter2") {
+			t.Errorf("%v: the output shows the endpoint's password:\n%s", c.args, out)
+		}
 	}
 }

@@ -7,10 +7,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// MaxSequenceDigits is the longest sequence number the Kinesis API accepts
-// (its pattern is 0|([1-9]\d{0,128})).
-const MaxSequenceDigits = 129
-
 // earliestStart is the earliest start time a stored position may hold:
 // Kinesis holds no record older than its launch (November 2013), so a time
 // before 2013 (year 1 is the zero time) is a mangled value, not a place.
@@ -31,13 +27,13 @@ func (e *FieldError) Error() string {
 // CheckSequence reports a sequence number the Kinesis API would refuse:
 // anything but 1 to 129 decimal digits without a leading zero ("0" aside).
 func CheckSequence(field, seq string) error {
-	ok := shard.ValidSequence(seq) && len(seq) <= MaxSequenceDigits && (seq == "0" || seq[0] != '0')
+	ok := shard.ValidSequence(seq) && (seq == "0" || seq[0] != '0')
 	if !ok {
 		value := fmt.Sprintf("%q", seq)
 		if len(seq) > 40 {
 			value = fmt.Sprintf("%q... (%d characters)", seq[:40], len(seq))
 		}
-		return &FieldError{Field: field, Value: value, Expected: fmt.Sprintf("a sequence number (1 to %d decimal digits)", MaxSequenceDigits)}
+		return &FieldError{Field: field, Value: value, Expected: fmt.Sprintf("a sequence number (1 to %d decimal digits)", shard.MaxSequenceDigits)}
 	}
 	return nil
 }

@@ -68,6 +68,13 @@ func (p *Positions) Of(shardID string) (checkpoint.Checkpoint, bool) {
 	return cp, ok
 }
 
+// Len returns the number of shards with a checkpoint.
+func (p *Positions) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.state.Shards)
+}
+
 // EndSaved reports whether a shard's end is durable.
 func (p *Positions) EndSaved(shardID string) bool {
 	p.mu.Lock()
@@ -276,28 +283,33 @@ func (p *Positions) Unended() int {
 }
 
 // Contradicts reports a stored checkpoint that the listing of its shard
-// proves wrong: a position below the shard's starting sequence number or
-// above its ending one, or an end stored for a shard the service lists as
-// open. Reading from such a position would skip records or fail for ever;
-// an open shard's upper bound is not known, so nothing above its start is
-// refused here.
+// proves wrong: an end stored for a shard the service lists as open. Taken
+// as it is, the shard would never be read again. (A position outside the
+// shard's range is the reader's to refuse: see outOfRange in the input.)
 func Contradicts(sh Shard, cp checkpoint.Checkpoint) error {
 	if !sh.Listed || cp.Broken != nil {
 		return nil
 	}
-	if p := cp.Position; p != nil && checkpoint.CheckSequence("", p.Sequence) == nil {
-		end := "now (open)"
-		if sh.EndSeq != "" {
-			end = sh.EndSeq
-		}
-		below := sh.StartSeq != "" && shard.CompareSequence(p.Sequence, sh.StartSeq) < 0
-		above := KnownEnd(sh.StartSeq, sh.EndSeq) && shard.CompareSequence(p.Sequence, sh.EndSeq) > 0
-		if below || above {
-			return fmt.Errorf("the stored position %s is not in shard %s, which holds %s to %s", p.Sequence, sh.ID, sh.StartSeq, end)
-		}
-	}
 	if cp.Ended && sh.EndSeq == "" {
 		return fmt.Errorf("shard %s is stored as read to its end (SHARD_END), but the service lists it open (no ending sequence number)", sh.ID)
+	}
+	return nil
+}
+
+// OutsideShard reports a sequence number outside the range of the listed
+// shard sh: below its starting sequence number, or above the ending one of
+// a closed shard (KnownEnd). An open shard's upper bound is unknown: nothing
+// above its start is refused here.
+func OutsideShard(sh Shard, seq string) error {
+	if !sh.Listed || !shard.ValidSequence(seq) || !shard.ValidSequence(sh.StartSeq) {
+		return nil
+	}
+	end := "now (open)"
+	if sh.EndSeq != "" {
+		end = sh.EndSeq
+	}
+	if shard.CompareSequence(seq, sh.StartSeq) < 0 || (KnownEnd(sh.StartSeq, sh.EndSeq) && shard.CompareSequence(seq, sh.EndSeq) > 0) {
+		return fmt.Errorf("sequence number %s is not a position in shard %s, which holds %s to %s", seq, sh.ID, sh.StartSeq, end)
 	}
 	return nil
 }
@@ -306,8 +318,7 @@ func Contradicts(sh Shard, cp checkpoint.Checkpoint) error {
 // shard's positions: kinesis-local, for one, lists 9223372036854775807 as
 // the end of every closed shard, below its starting sequence number.
 func KnownEnd(start, end string) bool {
-	return end != "" && checkpoint.CheckSequence("", end) == nil &&
-		(start == "" || checkpoint.CheckSequence("", start) != nil || shard.CompareSequence(end, start) >= 0)
+	return shard.ValidSequence(end) && (!shard.ValidSequence(start) || shard.CompareSequence(end, start) >= 0)
 }
 
 // Contradicted marks, with the reason and the fix, the checkpoints of listed

@@ -239,3 +239,26 @@ func keysByShard(t testing.TB, ctx context.Context, client *kinesis.Client, stre
 		}
 	}
 }
+
+// CraftedUserRecords is how many empty user records of a one-byte partition
+// key fit in one Kinesis record of 1 MiB: 6 bytes of protocol buffer each.
+const CraftedUserRecords = 166_650
+
+// CraftedAggregate packs n empty user records of the partition key "k" into
+// one aggregated record: what anyone who can write to a stream can put to run
+// out of memory a reader that converts an aggregate whole (with n =
+// CraftedUserRecords, about a kilobyte of messages for each byte written).
+func CraftedAggregate(t testing.TB, n int) kpl.Aggregate {
+	t.Helper()
+	var b kpl.Builder
+	for range n {
+		if err := b.Add(kpl.UserRecord{PartitionKey: "k", Data: []byte{}}); err != nil {
+			t.Fatalf("packing %d empty user records: %v", n, err)
+		}
+	}
+	agg, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agg
+}

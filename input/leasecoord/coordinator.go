@@ -155,7 +155,7 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 	}
 	recreated := false
 	if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
-		c.st.Log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: it was deleted and created again, so the old checkpoints are dropped and %s",
+		c.st.Log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: the stream item is replaced. If the stream was deleted and created again, its shards start at other sequence numbers now: the checkpoint of each such shard is dropped (each is said) and %s; checkpoints of shards that start where they did are kept",
 			c.st.Name, c.created.UTC(), c.table.Name(), item.Created.UTC(), c.st.RestartsFrom)
 		recreated = true
 		item = lease.Stream{ARN: c.st.ARN, Created: c.created, Start: c.st.StartFor(true)}
@@ -297,6 +297,8 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 		want := todo[i]
 		got, err := c.table.Create(ctx, want)
 		if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
+			c.st.Log.Warnf("stream %s shard %s: its checkpoint in the lease table %s is of a shard that started at sequence number %s, and the shard starts at %s now (the stream was deleted and created again): the checkpoint is dropped",
+				c.st.Name, want.ShardID, c.table.Name(), got.Checkpoint.ShardStart, want.Checkpoint.ShardStart)
 			got, err = want, c.table.Replace(ctx, want, got.Checkpoint.ShardStart)
 		}
 		results[i] = result{want.ShardID, got, err}

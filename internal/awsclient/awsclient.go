@@ -74,8 +74,16 @@ func Load(ctx context.Context, c Settings) (aws.Config, error) {
 	if cfg.Region == "" {
 		return cfg, ErrNoRegion
 	}
+	if err := CheckRegion(cfg.Region); err != nil {
+		return cfg, fmt.Errorf("region %w", err)
+	}
 	if c.Role != "" {
-		provider := stscreds.NewAssumeRoleProvider(sts.NewFromConfig(cfg), c.Role, func(o *stscreds.AssumeRoleOptions) {
+		// Its calls are made within those of Kinesis and DynamoDB (credentials
+		// are fetched as a call is signed), bounded like them.
+		stsClient := sts.NewFromConfig(cfg, func(o *sts.Options) {
+			o.APIOptions = append(o.APIOptions, deadline(KinesisCallTimeout, "the STS endpoint of region "+cfg.Region))
+		})
+		provider := stscreds.NewAssumeRoleProvider(stsClient, c.Role, func(o *stscreds.AssumeRoleOptions) {
 			if c.RoleExternalID != "" {
 				o.ExternalID = aws.String(c.RoleExternalID)
 			}
@@ -119,13 +127,25 @@ func httpClient(tlsConf *tls.Config) *awshttp.BuildableClient {
 }
 
 // Kinesis builds a Kinesis client, for a custom endpoint when one is set,
-// decoding records with sdkopt.FastRecords.
-func Kinesis(cfg aws.Config, endpoint string) *kinesis.Client {
-	return kinesis.NewFromConfig(cfg, sdkopt.FastRecords, func(o *kinesis.Options) {
+// decoding records with sdkopt.FastRecords. Each of its calls but
+// SubscribeToShard is bounded by KinesisCallTimeout (see CallTimeout).
+func Kinesis(cfg aws.Config, endpoint string, opts ...Option) *kinesis.Client {
+	o := resolve(KinesisCallTimeout, opts)
+	return kinesis.NewFromConfig(cfg, sdkopt.FastRecords, func(ko *kinesis.Options) {
 		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
+			ko.BaseEndpoint = aws.String(endpoint)
 		}
+		ko.APIOptions = append(ko.APIOptions, deadline(o.timeout, describeEndpoint("Kinesis", cfg.Region, endpoint)))
 	})
+}
+
+// describeEndpoint names an endpoint for errors: the custom one (password
+// redacted), or AWS's of the region.
+func describeEndpoint(service, region, endpoint string) string {
+	if endpoint != "" {
+		return RedactURL(endpoint)
+	}
+	return fmt.Sprintf("the AWS %s endpoint of region %s", service, region)
 }
 
 // StreamRef is a stream as the user named it: by name, or by ARN.
@@ -205,10 +225,13 @@ func DescribeStream(ctx context.Context, client *kinesis.Client, ref StreamRef, 
 }
 
 // DynamoDB returns a DynamoDB client of cfg, at endpoint when it is set.
-func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+// Each of its calls is bounded by DynamoDBCallTimeout (see CallTimeout).
+func DynamoDB(cfg aws.Config, endpoint string, opts ...Option) *dynamodb.Client {
+	o := resolve(DynamoDBCallTimeout, opts)
+	return dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) {
 		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
+			do.BaseEndpoint = aws.String(endpoint)
 		}
+		do.APIOptions = append(do.APIOptions, deadline(o.timeout, describeEndpoint("DynamoDB", cfg.Region, endpoint)))
 	})
 }

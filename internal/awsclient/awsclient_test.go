@@ -6,6 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 )
 
 func TestParseStreamRef(t *testing.T) {
@@ -44,5 +52,106 @@ func TestLoadWithoutRegion(t *testing.T) {
 	cfg, err := Load(context.Background(), Settings{Region: "eu-west-1", ID: "a", Secret: "b"})
 	if err != nil || cfg.Region != "eu-west-1" {
 		t.Fatalf("Load with a region: %v %v", cfg.Region, err)
+	}
+}
+
+// TestSilentEndpointFailsWithinTheDeadline: a Kinesis or DynamoDB endpoint
+// that takes the connection and never answers fails each call at the
+// deadline with a NoAnswerError naming the endpoint and the operation
+// (before, DescribeStreamSummary, DescribeTable and every other call waited
+// for ever on a context that never ends, saying nothing). The password of
+// the endpoint's URL is not in the error.
+func TestSilentEndpointFailsWithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	silent := emulator.Blackhole(t)
+	endpoint := strings.Replace(silent, "http://", "http://user:hunter2@", 1)
+	cfg, err := Load(context.Background(), Settings{Region: "us-east-1", ID: "a", Secret: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 300 * time.Millisecond
+	calls := map[string]func() error{
+		"Kinesis: DescribeStreamSummary": func() error {
+			_, err := Kinesis(cfg, endpoint, CallTimeout(timeout)).DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders")})
+			return err
+		},
+		"DynamoDB: DescribeTable": func() error {
+			_, err := DynamoDB(cfg, endpoint, CallTimeout(timeout)).DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("leases")})
+			return err
+		},
+	}
+	for what, call := range calls {
+		start := time.Now()
+		err := call()
+		took := time.Since(start)
+		var na *NoAnswerError
+		if !errors.As(err, &na) {
+			t.Fatalf("%s: %v, want a NoAnswerError", what, err)
+		}
+		if took < timeout || took > timeout+2*time.Second {
+			t.Errorf("%s failed after %v, want about %v", what, took, timeout)
+		}
+		msg := err.Error()
+		for _, want := range []string{what, "no answer from " + silent + " within 300ms"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: error %q lacks %q", what, msg, want)
+			}
+		}
+		if strings.Contains(msg, "hunter2") {
+			t.Errorf("%s: error %q shows the endpoint's password", what, msg)
+		}
+		if c := awserr.Classify(err); c != awserr.Recoverable {
+			t.Errorf("%s: class %v, want recoverable (retried, never fatal)", what, c)
+		}
+	}
+}
+
+// TestSubscribeToShardOutlivesTheCallDeadline: a fan-out subscription is a
+// stream of events for minutes, so the call deadline does not apply to it
+// (efo.Options.Watchdog bounds its answer): against a silent endpoint it
+// waits for the caller's context, not the client's deadline.
+func TestSubscribeToShardOutlivesTheCallDeadline(t *testing.T) {
+	t.Parallel()
+	silent := emulator.Blackhole(t)
+	cfg, err := Load(context.Background(), Settings{Region: "us-east-1", ID: "a", Secret: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = Kinesis(cfg, silent, CallTimeout(100*time.Millisecond)).SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{
+		ConsumerARN: aws.String("arn:aws:kinesis:us-east-1:123456789012:stream/orders/consumer/app:1"), ShardId: aws.String("shardId-000000000000"),
+		StartingPosition: &types.StartingPosition{Type: types.ShardIteratorTypeLatest},
+	})
+	if err == nil || IsNoAnswer(err) || ctx.Err() == nil {
+		t.Fatalf("SubscribeToShard: %v (caller's context: %v), want it to wait for the caller's context", err, ctx.Err())
+	}
+}
+
+func TestCheckEndpointAndRegion(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"http://127.0.0.1:4568", "https://kinesis.us-east-1.amazonaws.com"} {
+		if err := CheckEndpoint(ok); err != nil {
+			t.Errorf("CheckEndpoint(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"ftp://x", "localhost:8000", "http://", "http://user:hunter2@%zz"} {
+		err := CheckEndpoint(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("CheckEndpoint(%q): %v, want an error without the password", bad, err)
+		}
+	}
+	for _, ok := range []string{"us-east-1", "us-gov-west-1", "cn-north-1"} {
+		if err := CheckRegion(ok); err != nil {
+			t.Errorf("CheckRegion(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"us east 1", "US-EAST-1", "us-east-1.", "-us", strings.Repeat("a", 64)} {
+		if err := CheckRegion(bad); err == nil {
+			t.Errorf("CheckRegion(%q) passed", bad)
+		}
+	}
+	if got := RedactURL("http://user:hunter2@127.0.0.1:1"); got != "http://user:xxxxx@127.0.0.1:1" {
+		t.Errorf("RedactURL: %q", got)
 	}
 }

@@ -3,7 +3,6 @@ package awsclient
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -16,10 +15,6 @@ import (
 type ListShardsAPI interface {
 	ListShards(ctx context.Context, in *kinesis.ListShardsInput, optFns ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
 }
-
-// listShardsCallTimeout bounds each page's call, so that one on a
-// connection that died silently fails.
-const listShardsCallTimeout = 30 * time.Second
 
 // ListShards returns every shard of a stream, open and closed (within its
 // retention), following every page. An expired pagination token restarts
@@ -38,9 +33,8 @@ func listShardsOnce(ctx context.Context, api ListShardsAPI, streamARN string) ([
 	var shards []types.Shard
 	in := &kinesis.ListShardsInput{StreamARN: aws.String(streamARN), MaxResults: aws.Int32(1000)}
 	for page := 1; ; page++ {
-		cctx, cancel := context.WithTimeout(ctx, listShardsCallTimeout)
-		out, err := api.ListShards(cctx, in)
-		cancel()
+		// The client bounds each page's call (KinesisCallTimeout).
+		out, err := api.ListShards(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("listing shards (page %d): %w", page, err)
 		}

@@ -19,6 +19,9 @@
 //
 //   - Unpack and Unpacker split an aggregated record into UserRecords whose
 //     Data aliases the input, and report corrupt input as *CorruptError.
+//     Unpacker.Open checks an aggregate whole and indexes it (16 bytes per
+//     user record), for a reader that decodes its user records a part at a
+//     time: one Kinesis record of 1 MiB can hold 170,000 empty user records.
 //   - HashKey, PartitionHashKey, ParseHashKey and HashKeyRange map user records
 //     to the 128-bit hash key space of shards without big-integer arithmetic.
 //   - Pack and Builder produce aggregated records, for tests and producers.

@@ -63,19 +63,73 @@ func IsAggregated(data []byte) bool {
 }
 
 // Unpacker splits aggregated records into user records. It keeps scratch space
-// between calls so that unpacking an aggregate costs one allocation for all of
-// its keys (and one more when dst must grow). The zero value is ready to use.
-// An Unpacker is not safe for concurrent use; give each shard reader its own.
+// between calls so that opening an aggregate costs one allocation for all of
+// its keys (and more only when its index must grow). The zero value is ready
+// to use. An Unpacker is not safe for concurrent use; give each shard reader
+// its own.
 type Unpacker struct {
-	// The key tables of the aggregate being unpacked, as spans first of the
-	// message and then of the string holding every key, and its records, as
-	// spans of the message. They hold no pointers, so an idle Unpacker keeps
-	// no aggregate alive.
-	pks, ehks, records []span
+	// The key tables of the aggregate being opened, as spans first of the
+	// message and then of the string holding every key, and the index of its
+	// user records. They hold no pointers, so an idle Unpacker keeps no
+	// aggregate alive.
+	pks, ehks []span
+	records   []entry
 }
 
 // span is a byte range, [start, end), of the message or of the key string.
 type span struct{ start, end int }
+
+// entry is one user record of an aggregate being opened: first the span of
+// its Record message, then, once that is checked, the span of its data and
+// its key indices. Sixteen bytes, whatever the record holds: an aggregate of
+// many small user records costs its index, not its user records decoded.
+type entry struct {
+	start, end uint32
+	pk         uint32
+	ehk        uint32 // the explicit hash key's index plus one; 0: none
+}
+
+// maxMessage is the largest AggregatedRecord message an entry can index.
+const maxMessage = 1<<32 - 1
+
+// Unpacked is an aggregated record that Open checked whole, whose user
+// records are decoded one at a time by Record: a reader hands out an
+// aggregate of many user records a part at a time, holding the user records
+// of one part, not all of them. It aliases the data given to Open and the
+// Unpacker's scratch space, and is valid until that Unpacker's next Open or
+// Unpack. The zero value holds no user records.
+type Unpacked struct {
+	msg       []byte
+	keys      string
+	pks, ehks []span
+	records   []entry
+}
+
+// Len is the number of user records of the aggregate.
+func (a *Unpacked) Len() int { return len(a.records) }
+
+// Record returns the user record of index i (its sub-sequence number), 0 <=
+// i < Len. Its Data aliases the aggregate's data, as Unpack's do.
+func (a *Unpacked) Record(i int) UserRecord {
+	e := a.records[i]
+	r := UserRecord{Data: a.msg[e.start:e.end:e.end], SubSequence: uint64(i)}
+	k := a.pks[e.pk]
+	r.PartitionKey = a.keys[k.start:k.end]
+	if e.ehk > 0 {
+		k := a.ehks[e.ehk-1]
+		r.ExplicitHashKey = a.keys[k.start:k.end]
+	}
+	return r
+}
+
+// appendTo appends every user record to dst.
+func (a *Unpacked) appendTo(dst []UserRecord) []UserRecord {
+	dst = slices.Grow(dst, a.Len())
+	for i := range a.Len() {
+		dst = append(dst, a.Record(i))
+	}
+	return dst
+}
 
 // Unpack is (*Unpacker).Unpack with a fresh Unpacker, for occasional use.
 func Unpack(dst []UserRecord, data []byte) (records []UserRecord, aggregated bool, err error) {
@@ -84,61 +138,93 @@ func Unpack(dst []UserRecord, data []byte) (records []UserRecord, aggregated boo
 }
 
 // Unpack appends the user records of the aggregated record data to dst, in
-// order, and returns the extended slice with aggregated set.
+// order, and returns the extended slice with aggregated set. It is Open
+// followed by Record of every user record; a reader of aggregates that may
+// hold many user records should use those instead, and convert a part at a
+// time.
 //
 // Plain data (see IsAggregated) is not an error: Unpack returns dst unchanged
 // with aggregated false, and the caller delivers the Kinesis record as it is.
-//
-// An aggregate is checked whole before anything is returned: the MD5 digest,
-// the protocol buffer structure, the presence of the required fields, every
-// key index against its table, and every entry of the explicit hash key table
-// (a decimal integer below 2^128). If any check fails, Unpack returns dst
-// unchanged, aggregated true and a *CorruptError. Fields this package does not
-// know are skipped, as protocol buffers require, except groups (a deprecated
-// wire type the KPL never writes), which are corrupt. Tags are checked for
-// structure and dropped. When a field that holds one value appears more than
-// once, the last occurrence wins, as in any protocol buffer decoder.
-//
-// An aggregate with no user records (a valid message with an empty records
-// list, which the KPL never writes) is not corrupt: Unpack appends nothing and
-// returns aggregated true and a nil error. The Kinesis record then carries
-// nothing to deliver, and its position counts as read.
+// A corrupt aggregate returns dst unchanged, aggregated true and a
+// *CorruptError (see Open). An aggregate with no user records appends nothing
+// and returns aggregated true and a nil error.
 //
 // Each record's Data aliases data; its partition and explicit hash keys are
 // copied, all of one aggregate's into a single allocation.
 func (u *Unpacker) Unpack(dst []UserRecord, data []byte) (records []UserRecord, aggregated bool, err error) {
+	a, aggregated, err := u.Open(data)
+	if err != nil || !aggregated {
+		return dst, aggregated, err
+	}
+	return a.appendTo(dst), true, nil
+}
+
+// Open checks the aggregated record data whole and indexes its user records,
+// which the returned Unpacked then decodes one at a time.
+//
+// Plain data (see IsAggregated) is not an error: Open returns aggregated false,
+// and the caller delivers the Kinesis record as it is.
+//
+// Every check is made before anything is returned: the MD5 digest, the
+// protocol buffer structure, the presence of the required fields, every key
+// index against its table, and every entry of the explicit hash key table (a
+// decimal integer below 2^128). If any check fails, Open returns aggregated
+// true and a *CorruptError: a corrupt aggregate is rejected whole, never
+// delivered in part. Fields this package does not know are skipped, as
+// protocol buffers require, except groups (a deprecated wire type the KPL
+// never writes), which are corrupt. Tags are checked for structure and
+// dropped. When a field that holds one value appears more than once, the last
+// occurrence wins, as in any protocol buffer decoder.
+//
+// An aggregate with no user records (a valid message with an empty records
+// list, which the KPL never writes) is not corrupt: its Len is 0. The Kinesis
+// record then carries nothing to deliver, and its position counts as read.
+//
+// The index costs 16 bytes per user record, kept by the Unpacker for its next
+// aggregates; the keys are copied, all of the aggregate's into one string.
+func (u *Unpacker) Open(data []byte) (a Unpacked, aggregated bool, err error) {
 	if !IsAggregated(data) {
-		return dst, false, nil
+		return Unpacked{}, false, nil
 	}
 	msg := data[magicLen : len(data)-digestLen]
 	if sum := md5.Sum(msg); !bytes.Equal(sum[:], data[len(data)-digestLen:]) {
-		return dst, true, corrupt("md5 mismatch")
+		return Unpacked{}, true, corrupt("md5 mismatch")
 	}
-	dst, cerr := u.decode(dst, msg)
+	a, cerr := u.index(msg)
 	if cerr != nil {
-		return dst, true, cerr
+		return Unpacked{}, true, cerr
 	}
-	return dst, true, nil
+	return a, true, nil
 }
 
 // decode appends the user records of the AggregatedRecord message msg to dst,
-// or returns dst unchanged and the reason msg is corrupt.
+// or returns dst unchanged and the reason msg is corrupt: Unpack after the
+// digest check.
 func (u *Unpacker) decode(dst []UserRecord, msg []byte) ([]UserRecord, *CorruptError) {
-	keys, err := u.readTop(msg)
+	a, err := u.index(msg)
 	if err != nil {
 		return dst, err
 	}
-	base := len(dst)
-	dst = slices.Grow(dst, len(u.records))
-	for i, s := range u.records {
-		r, err := u.record(msg[s.start:s.end:s.end], i, keys)
-		if err != nil {
-			clear(dst[base:])
-			return dst[:base], err
-		}
-		dst = append(dst, r)
+	return a.appendTo(dst), nil
+}
+
+// index checks the AggregatedRecord message msg and indexes its user
+// records, or returns the reason msg is corrupt.
+func (u *Unpacker) index(msg []byte) (Unpacked, *CorruptError) {
+	if len(msg) > maxMessage {
+		return Unpacked{}, corruptf("message of %d bytes, larger than the %d an aggregate can index", len(msg), maxMessage)
 	}
-	return dst, nil
+	keys, err := u.readTop(msg)
+	if err != nil {
+		return Unpacked{}, err
+	}
+	for i := range u.records {
+		e := &u.records[i]
+		if err := u.record(e, msg[e.start:e.end:e.end], i); err != nil {
+			return Unpacked{}, err
+		}
+	}
+	return Unpacked{msg: msg, keys: keys, pks: u.pks, ehks: u.ehks, records: u.records}, nil
 }
 
 // readTop walks the top level of the message: it checks the framing of every
@@ -175,7 +261,7 @@ func (u *Unpacker) readTop(msg []byte) (keys string, err *CorruptError) {
 			if f.typ != wireBytes {
 				return "", wrongType(-1, "records", f.typ, wireBytes)
 			}
-			u.records = append(u.records, span{at, at + len(f.body)})
+			u.records = append(u.records, entry{start: uint32(at), end: uint32(at + len(f.body))})
 		}
 	}
 	var sb strings.Builder
@@ -190,64 +276,66 @@ func (u *Unpacker) readTop(msg []byte) (keys string, err *CorruptError) {
 	return sb.String(), nil
 }
 
-// record decodes the body of the index-th Record message.
-func (u *Unpacker) record(body []byte, index int, keys string) (UserRecord, *CorruptError) {
+// record checks body, the index-th Record message, and turns e, its entry,
+// from the span of body into the span of its data and its key indices.
+func (u *Unpacker) record(e *entry, body []byte, index int) *CorruptError {
 	var (
-		pkIndex, ehkIndex uint64
-		hasPK, hasEHK     bool
-		r                 = UserRecord{SubSequence: uint64(index)}
-		hasData           bool
+		pkIndex, ehkIndex  uint64
+		hasPK, hasEHK      bool
+		dataStart, dataEnd uint32 // in the message
+		hasData            bool
 	)
-	for len(body) > 0 {
-		f, next, reason := nextField(body)
+	for rest := body; len(rest) > 0; {
+		f, next, reason := nextField(rest)
 		if reason != "" {
-			return r, corruptf("record %d: %s", index, reason)
+			return corruptf("record %d: %s", index, reason)
 		}
-		body = next
+		rest = next
 		switch f.num {
 		case recPartitionKeyIndex:
 			if f.typ != wireVarint {
-				return r, wrongType(index, "partition_key_index", f.typ, wireVarint)
+				return wrongType(index, "partition_key_index", f.typ, wireVarint)
 			}
 			pkIndex, hasPK = f.val, true
 		case recExplicitHashKeyIndex:
 			if f.typ != wireVarint {
-				return r, wrongType(index, "explicit_hash_key_index", f.typ, wireVarint)
+				return wrongType(index, "explicit_hash_key_index", f.typ, wireVarint)
 			}
 			ehkIndex, hasEHK = f.val, true
 		case recData:
 			if f.typ != wireBytes {
-				return r, wrongType(index, "data", f.typ, wireBytes)
+				return wrongType(index, "data", f.typ, wireBytes)
 			}
-			r.Data, hasData = f.body, true
+			dataStart = e.start + uint32(len(body)-len(next)-len(f.body))
+			dataEnd, hasData = dataStart+uint32(len(f.body)), true
 		case recTags:
 			if f.typ != wireBytes {
-				return r, wrongType(index, "tags", f.typ, wireBytes)
+				return wrongType(index, "tags", f.typ, wireBytes)
 			}
 			if reason := checkTag(f.body); reason != "" {
-				return r, corruptf("record %d: tag: %s", index, reason)
+				return corruptf("record %d: tag: %s", index, reason)
 			}
 		}
 	}
 	npk := uint64(len(u.pks))
 	switch {
 	case !hasPK:
-		return r, corruptf("record %d: missing required field partition_key_index", index)
+		return corruptf("record %d: missing required field partition_key_index", index)
 	case !hasData:
-		return r, corruptf("record %d: missing required field data", index)
+		return corruptf("record %d: missing required field data", index)
 	case pkIndex >= npk:
-		return r, corruptf("record %d: partition key index %d out of range (table has %d)", index, pkIndex, npk)
+		return corruptf("record %d: partition key index %d out of range (table has %d)", index, pkIndex, npk)
 	}
-	k := u.pks[pkIndex]
-	r.PartitionKey = keys[k.start:k.end]
+	var ehk uint32
 	if hasEHK {
 		if n := uint64(len(u.ehks)); ehkIndex >= n {
-			return r, corruptf("record %d: explicit hash key index %d out of range (table has %d)", index, ehkIndex, n)
+			return corruptf("record %d: explicit hash key index %d out of range (table has %d)", index, ehkIndex, n)
 		}
-		k := u.ehks[ehkIndex]
-		r.ExplicitHashKey = keys[k.start:k.end]
+		ehk = uint32(ehkIndex) + 1
 	}
-	return r, nil
+	// The indices are below their tables' lengths, and so below maxMessage.
+	*e = entry{start: dataStart, end: dataEnd, pk: uint32(pkIndex), ehk: ehk}
+	return nil
 }
 
 // checkTag validates the body of a Tag message. Tags carry nothing a reader

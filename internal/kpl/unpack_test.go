@@ -341,3 +341,78 @@ func TestUnpackEmptyKeys(t *testing.T) {
 	}
 	sameRecords(t, got, recs)
 }
+
+// Open checks an aggregate whole and decodes each user record on demand: the
+// same records, keys and aliasing as Unpack, one at a time, in any order.
+func TestOpenDecodesEachUserRecordOnDemand(t *testing.T) {
+	recs := []UserRecord{
+		{PartitionKey: "a", ExplicitHashKey: "5", Data: []byte("first")},
+		{PartitionKey: "b", Data: []byte("")},
+		{PartitionKey: "a", Data: []byte("third")},
+	}
+	data := mustPack(t, recs).Data
+	var u Unpacker
+	a, agg, err := u.Open(data)
+	if err != nil || !agg || a.Len() != len(recs) {
+		t.Fatalf("Open: %d records, aggregated %v, err %v; want %d, true, nil", a.Len(), agg, err, len(recs))
+	}
+	for _, i := range []int{2, 0, 1, 2} {
+		got, want := a.Record(i), recs[i]
+		if got.PartitionKey != want.PartitionKey || got.ExplicitHashKey != want.ExplicitHashKey ||
+			!bytes.Equal(got.Data, want.Data) || got.SubSequence != uint64(i) {
+			t.Fatalf("record %d = %+v, want %+v with sub-sequence %d", i, got, want, i)
+		}
+		if cap(got.Data) != len(got.Data) {
+			t.Fatalf("record %d: cap %d > len %d: appending would overwrite the aggregate", i, cap(got.Data), len(got.Data))
+		}
+	}
+	if a, agg, err := u.Open([]byte("plain")); err != nil || agg || a.Len() != 0 {
+		t.Fatalf("plain data: %d records, aggregated %v, err %v; want 0, false, nil", a.Len(), agg, err)
+	}
+	corrupt := append([]byte(nil), data...)
+	corrupt[len(corrupt)-1] ^= 0xff
+	if a, agg, err := u.Open(corrupt); !IsCorrupt(err) || !agg || a.Len() != 0 {
+		t.Fatalf("corrupt aggregate: %d records, aggregated %v, err %v; want 0, true, a *CorruptError", a.Len(), agg, err)
+	}
+}
+
+// One Kinesis record of 1 MB can hold 166,650 empty user records. Unpack
+// decodes them all at once, 64 bytes each before any is handed out (and a
+// reader that converted them whole held a message of about 1 KiB for each:
+// 223 MB of RSS for one such record). Open indexes them in 16 bytes each, in
+// an index the Unpacker reuses, and allocates only the keys.
+func TestOpenIndexesManyEmptyUserRecordsCompactly(t *testing.T) {
+	const n = 166_650
+	var b Builder
+	for range n {
+		if err := b.Add(UserRecord{PartitionKey: "k", Data: []byte{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := len(agg.Data) + len(agg.PartitionKey); size > MaxRecordSize {
+		t.Fatalf("the aggregate is %d bytes, over the Kinesis record limit", size)
+	}
+	var u Unpacker
+	a, _, err := u.Open(agg.Data)
+	if err != nil || a.Len() != n {
+		t.Fatalf("Open: %d records, err %v; want %d", a.Len(), err, n)
+	}
+	if last := a.Record(n - 1); last.SubSequence != n-1 || last.PartitionKey != "k" || len(last.Data) != 0 {
+		t.Fatalf("the last user record is %+v", last)
+	}
+	if size := unsafe.Sizeof(entry{}); size != 16 {
+		t.Fatalf("an index entry takes %d bytes, want 16", size)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, _, err := u.Open(agg.Data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations per Open of a reused Unpacker, want 1 (the keys)", allocs)
+	}
+}

@@ -2,10 +2,14 @@ package shard
 
 import "strings"
 
+// MaxSequenceDigits is the most digits of a Kinesis sequence number (the
+// API's pattern is 0|([1-9]\d{0,128})).
+const MaxSequenceDigits = 129
+
 // ValidSequence reports whether s looks like a Kinesis sequence number: a
-// non-empty string of decimal digits.
+// non-empty string of at most MaxSequenceDigits decimal digits.
 func ValidSequence(s string) bool {
-	if s == "" {
+	if s == "" || len(s) > MaxSequenceDigits {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -1,6 +1,9 @@
 package shard
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCompareSequence(t *testing.T) {
 	cases := []struct {
@@ -23,7 +26,10 @@ func TestCompareSequence(t *testing.T) {
 }
 
 func TestValidSequence(t *testing.T) {
-	for s, want := range map[string]bool{"": false, "12": true, "1a": false, " 1": false, "-1": false} {
+	for s, want := range map[string]bool{
+		"": false, "12": true, "1a": false, " 1": false, "-1": false,
+		strings.Repeat("9", 129): true, strings.Repeat("9", 130): false, strings.Repeat("1", 1000): false,
+	} {
 		if got := ValidSequence(s); got != want {
 			t.Errorf("ValidSequence(%q) = %v, want %v", s, got, want)
 		}
