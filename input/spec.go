@@ -102,6 +102,8 @@ A checkpoint older than the stream's retention period cannot be resumed: its rec
 
 A checkpoint the shard cannot hold is never answered by skipping: one below the shard's first sequence number or above the last of a closed shard, or one Kinesis refuses while records at or before it are still in the shard (a sequence number of another shard, or beyond every record of this one). The shard is then not read; an error names the position, where it is kept and the `+"`benthos-kinesis checkpoint set`"+` command that sets it, and `+"`kinesis_shard_stopped`"+` is 1 for the shard. A refused one is tried again now and then (up to every 5 minutes), and read from once Kinesis takes it.
 
+What is stored for a shard and cannot be read is never replaced by another position: a checkpoint file with anything after its JSON document is refused; a shard entry whose position is not a sequence number or whose start time is before 2013, a lease item with an attribute of another type, a kind this input does not write, a second item for the shard or an item of another schema at its key, and an end stored for a shard ListShards lists open each leave that shard unread (the others are read), with an error, repeated every 5 minutes, naming the file or table, the item, the attribute, the value and the `+"`benthos-kinesis checkpoint set`"+` command that sets it again (`+"`--force`"+` replaces a lease item while instances run); `+"`kinesis_broken_checkpoints`"+` counts such shards and `+"`checkpoint show`"+` prints them BROKEN.
+
 A read that reports a shard's end (GetRecords without a next iterator, a fan-out event without a continuation) is taken only once ListShards lists the shard closed; otherwise the shard is read on and `+"`kinesis_shard_ends_unconfirmed`"+` counts it. At start the input says where its checkpoints are kept (the directory's absolute path, or the lease table) and, per stream, how many shards had a checkpoint, or that none had and where reading starts.
 
 ### Acknowledgements
@@ -134,6 +136,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
 - kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
 - kinesis_shard_stopped: gauge per stream and shard, 1 while the shard is not read because its checkpoint is a position the shard cannot hold
+- kinesis_broken_checkpoints: gauge per stream, shards not read because what is stored for them cannot be read (a malformed checkpoint file entry or lease item, an end stored for a shard listed open)
 - kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
 - kinesis_owned_shards: gauge per stream, the shards being read
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
