@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -80,21 +79,11 @@ func (f fileConfig) store() (where, flags string) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return "directory " + dir, "--dir " + shellQuote(dir)
-}
-
-// shellQuote quotes s for a command line a user copies, when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=,@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "directory " + dir, checkpoint.DirFlags(dir)
 }
 
 func (l *leaseConfig) store() (where, flags string) {
-	return "lease table " + l.Table, "--table " + shellQuote(l.Table)
+	return "lease table " + l.Table, checkpoint.TableFlags(l.Table)
 }
 
 // check stops the binary at start when the lease table cannot serve

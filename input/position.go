@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -49,9 +51,7 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 	if shard.CompareSequence(start.Sequence, sh.startSeq) < 0 {
 		return fmt.Errorf("sequence number %s is below the shard's first, %s: it is of another shard, or of the stream before it was deleted and created again", start.Sequence, sh.startSeq)
 	}
-	// An end below the start is no end (kinesis-mock lists closed shards
-	// ending at 2^63-1, below every sequence number it gives).
-	if sh.endSeq != "" && shard.CompareSequence(sh.endSeq, sh.startSeq) >= 0 && shard.CompareSequence(start.Sequence, sh.endSeq) > 0 {
+	if coord.KnownEnd(sh.startSeq, sh.endSeq) && shard.CompareSequence(start.Sequence, sh.endSeq) > 0 {
 		return fmt.Errorf("sequence number %s is above the shard's last, %s (the shard is closed; its sequence numbers run from %s to %s)", start.Sequence, sh.endSeq, sh.startSeq, sh.endSeq)
 	}
 	return nil
@@ -61,12 +61,8 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 // sets it.
 func (r *shardReader) positionFix() string {
 	where, flags := r.s.in.conf.Coordination.store()
-	cmd := fmt.Sprintf("benthos-kinesis checkpoint set --stream %s %s --shard %s", shellQuote(r.s.name), flags, r.info.id)
-	how := "stop the pipeline and run `" + cmd + " --after-sequence N`"
-	if _, lease := r.s.in.conf.Coordination.(*leaseConfig); lease {
-		how = "run `" + cmd + " --force --after-sequence N`"
-	}
-	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s with a sequence number of this shard (`benthos-kinesis checkpoint show` lists them), or with --to-trim-horizon in place of --after-sequence to read all of it", where, how)
+	_, lease := r.s.in.conf.Coordination.(*leaseConfig)
+	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", where, checkpoint.SetCommand(flags, r.s.name, r.info.id, lease))
 }
 
 // stopOnPosition keeps the shard unread after its position proved out of

@@ -191,8 +191,8 @@ func readFile(path, streamARN string) (Stream, error) {
 	}
 	for id, cp := range doc.Shards {
 		if err := cp.Validate(); err != nil {
-			cp.Broken = fmt.Errorf("checkpoint file %q, shard %s: %w: the shard is not read until its checkpoint is set again: stop the pipeline and run `benthos-kinesis checkpoint set --dir %s --stream %s --shard %s` with --to-trim-horizon, --to-timestamp or --after-sequence",
-				path, id, err, filepath.Dir(path), streamARN, id)
+			cp.Broken = fmt.Errorf("checkpoint file %q, shard %s: %w: the shard is not read until its checkpoint is set again: %s",
+				path, id, err, SetCommand(DirFlags(filepath.Dir(path)), streamARN, id, false))
 			doc.Shards[id] = cp
 		}
 	}

@@ -67,7 +67,7 @@ func (c *localCoordinator) Load(ctx context.Context) (FirstPin, error) {
 	for id, cp := range st.Shards {
 		if _, err := cp.Resume(); err != nil {
 			if cp.Broken == nil {
-				cp.Broken = fmt.Errorf("checkpoint of stream %s shard %s: %w: restore the checkpoint file, or stop the pipeline and set the shard with `benthos-kinesis checkpoint set --shard %s`", c.st.Name, id, err, id)
+				cp.Broken = fmt.Errorf("checkpoint of stream %s shard %s: %w: %s", c.st.Name, id, err, c.fix(id))
 				st.Shards[id] = cp
 			}
 			broken++ // its reader says so, and waits
@@ -125,6 +125,16 @@ func (c *localCoordinator) Release(ctx context.Context) error { return c.Commit(
 
 func (c *localCoordinator) Changed() <-chan struct{} { return nil } // nothing changes outside cycle
 
+// fix says where a shard's checkpoint is stored and how to set it again.
+func (c *localCoordinator) fix(shardID string) string {
+	dir, where := "<checkpoint.dir>", "the checkpoint file"
+	if f, ok := c.store.(interface{ Path(string) string }); ok {
+		path := f.Path(c.st.ARN)
+		dir, where = filepath.Dir(path), fmt.Sprintf("checkpoint file %q", path)
+	}
+	return fmt.Sprintf("it is stored in %s: %s", where, checkpoint.SetCommand(checkpoint.DirFlags(dir), c.st.Name, shardID, false))
+}
+
 func (c *localCoordinator) Prune(listed map[string]Shard) []string {
 	unfinished, _ := c.pos.Prune(listed)
 	if c.checked {
@@ -134,14 +144,7 @@ func (c *localCoordinator) Prune(listed map[string]Shard) []string {
 	// hold what this instance's readers set, and an end set after a listing
 	// was taken is no contradiction.
 	c.checked = true
-	for id, cp := range c.pos.Contradicted(listed, func(id string) string {
-		dir, where := "<checkpoint.dir>", "the checkpoint file"
-		if f, ok := c.store.(interface{ Path(string) string }); ok {
-			path := f.Path(c.st.ARN)
-			dir, where = filepath.Dir(path), fmt.Sprintf("checkpoint file %q", path)
-		}
-		return fmt.Sprintf("it is stored in %s: stop the pipeline and set it with `benthos-kinesis checkpoint set --dir %s --stream %s --shard %s` and one of --to-trim-horizon, --to-timestamp or --after-sequence", where, dir, c.st.Name, id)
-	}) {
+	for id, cp := range c.pos.Contradicted(listed, c.fix) {
 		if cp.Ended { // no reader starts to say so
 			c.st.Log.Errorf("stream %s shard %s: not read: %v", c.st.Name, id, cp.Broken)
 		}

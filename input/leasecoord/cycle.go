@@ -135,8 +135,8 @@ func (c *leaseCoordinator) reportBroken(sc lease.Scan, now time.Time) {
 			c.st.Log.Errorf("stream %s: %v: no shard of this input's can be told from it; delete it unless another program of yours wrote it", c.st.Name, it.Err)
 			continue
 		}
-		c.st.Log.Errorf("stream %s shard %s: not read: %v: set the shard again with `benthos-kinesis checkpoint set --table %s --stream %s --shard %s --force` and one of --to-trim-horizon, --to-timestamp or --after-sequence (with --force it may run while instances do; it replaces the shard's item and deletes any second one)",
-			c.st.Name, it.ShardID, it.Err, c.table.Name(), c.st.Name, it.ShardID)
+		c.st.Log.Errorf("stream %s shard %s: not read: %v: set the shard again with %s; it replaces the shard's item and deletes any second one",
+			c.st.Name, it.ShardID, it.Err, checkpoint.SetCommand(checkpoint.TableFlags(c.table.Name()), c.st.Name, it.ShardID, true))
 	}
 	c.st.Metrics.BrokenCheckpoints.Set(int64(c.broken.shards()), c.st.Name)
 }
