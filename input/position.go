@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,8 +35,12 @@ import (
 // than the retention period.
 var errPositionRefused = errors.New("refused by Kinesis, though records at or before it are still in the shard: it is no checkpoint older than the retention period")
 
-// positionRetry bounds the pause between tries of a refused position.
-const positionRetry = 5 * time.Minute
+// A refused position is tried again after positionRetryFirst, then after
+// pauses doubling up to positionRetry: each try is an error in the log.
+const (
+	positionRetryFirst = 5 * time.Second
+	positionRetry      = 5 * time.Minute
+)
 
 // positionStopRepeat is how often a shard stopped on a position out of its
 // range says so again.
@@ -89,8 +94,8 @@ func (r *shardReader) stopOnPosition(ctx context.Context, start shard.Start, cau
 // the retention period; it is tried again after wait.
 func (r *shardReader) positionRefused(start shard.Start, cause error, wait time.Duration) {
 	r.s.in.metrics.stopped.Set(1, r.s.name, r.info.id)
-	r.s.in.log.Errorf("stream %s shard %s: reading from %v: %v. The shard is not read, so that no record is skipped; the position is tried again in %v: %s",
-		r.s.name, r.info.id, start, cause, wait.Round(time.Second), r.positionFix())
+	r.s.in.log.Errorf("stream %s shard %s: reading from %v: %s. The shard is not read, so that no record is skipped; the position is tried again in %v: %s",
+		r.s.name, r.info.id, start, strings.TrimSuffix(cause.Error(), "."), wait.Round(time.Second), r.positionFix())
 }
 
 // checkSequences refuses a read with a record whose sequence number is not

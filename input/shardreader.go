@@ -232,6 +232,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		return
 	}
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
+	refusedBo := backoff.Backoff{Initial: positionRetryFirst, Max: positionRetry}
 	var fallback *trimFallback
 	refused := false // start was refused with its record still there: no fallback for it
 	stopped := false // the kinesis_shard_stopped gauge is set
@@ -311,7 +312,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		switch {
 		case errors.Is(err, errPositionRefused):
 			fallback, refused, stopped = nil, true, true
-			wait := min(bo.Next(), positionRetry)
+			wait := refusedBo.Next()
 			r.positionRefused(start, err, wait)
 			if backoff.Sleep(ctx, wait) != nil {
 				return
@@ -353,7 +354,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 				}
 				if refused {
 					stopped = true
-					wait := min(bo.Next(), positionRetry)
+					wait := refusedBo.Next()
 					r.positionRefused(start, err, wait)
 					if backoff.Sleep(ctx, wait) != nil {
 						return
