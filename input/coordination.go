@@ -116,7 +116,12 @@ func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Log
 // by the lease period too (when shorter than DynamoDBCallTimeout): an answer
 // later than that is of no use to the lease it was about, which another
 // instance may hold by then, and the next lease cycle asks again. Writes of
-// held leases are bounded further, by a third of it (leasecoord).
+// held leases are bounded further, by a third of it (leasecoord). Never
+// below minLeaseCallTimeout: a short lease_period must not turn a slow but
+// answering table (a throttled call the SDK retries) into one that never
+// answers.
+const minLeaseCallTimeout = 5 * time.Second
+
 func (l *leaseConfig) client(cfg aws.Config) *dynamodb.Client {
-	return awsclient.DynamoDB(cfg, l.Endpoint, awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, l.LeasePeriod)))
+	return awsclient.DynamoDB(cfg, l.Endpoint, awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, max(l.LeasePeriod, minLeaseCallTimeout))))
 }

@@ -42,10 +42,6 @@ const (
 	positionRetry      = 5 * time.Minute
 )
 
-// positionStopRepeat is how often a shard stopped on a position out of its
-// range says so again.
-const positionStopRepeat = 5 * time.Minute
-
 // outOfRange reports a sequence start that lies outside the shard sh as
 // listed: below its starting sequence number, or above the ending one of a
 // closed shard. Other starts, and shards not listed, are never out of range.
@@ -71,23 +67,10 @@ func (r *shardReader) positionFix() string {
 }
 
 // stopOnPosition keeps the shard unread after its position proved out of
-// its range, saying so at error level now and every positionStopRepeat,
-// until ctx ends.
+// its range, until ctx ends.
 func (r *shardReader) stopOnPosition(ctx context.Context, start shard.Start, cause error) {
-	m := r.s.in.metrics.stopped
-	m.Set(1, r.s.name, r.info.id)
-	defer m.Set(0, r.s.name, r.info.id)
-	t := time.NewTicker(positionStopRepeat)
-	defer t.Stop()
-	for {
-		r.s.in.log.Errorf("stream %s shard %s: the position %v is not a position of this shard: %v. The shard is not read, so that no record is skipped: %s",
-			r.s.name, r.info.id, start, cause, r.positionFix())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	r.stayStopped(ctx, fmt.Sprintf("stream %s shard %s: the position %v is not a position of this shard: %v. The shard is not read, so that no record is skipped: %s",
+		r.s.name, r.info.id, start, cause, r.positionFix()))
 }
 
 // positionRefused reports a start Kinesis refused for another reason than
@@ -106,7 +89,7 @@ func checkSequences(recs []types.Record) error {
 			if len(seq) > 64 {
 				seq = fmt.Sprintf("%s... (%d characters)", seq[:64], len(seq))
 			}
-			return fmt.Errorf("record %d of %d of a read has the sequence number %q, not a Kinesis sequence number (1 to %d decimal digits): the read is not taken", i+1, len(recs), seq, shard.MaxSequenceDigits)
+			return fmt.Errorf("record %d of %d of a read has the sequence number %q, not a Kinesis sequence number (1 to %d decimal digits, no leading zero): the read is not taken", i+1, len(recs), seq, shard.MaxSequenceDigits)
 		}
 	}
 	return nil

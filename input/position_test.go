@@ -169,8 +169,9 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 
 // TestUnconfirmedShardEndIsNotTaken: a GetRecords answer without
 // NextShardIterator on a shard that ListShards lists open is not the shard's
-// end: it is warned about, counted, and the shard is read on; every record,
-// written before and after, arrives once, and the checkpoint is no end.
+// end: it is warned about, counted, and the shard is read on after the
+// answer's records; every record, written before and after, arrives once,
+// and the checkpoint is no end.
 //
 // Before, the answer was taken as the shard's end and committed as ended:
 // none of the shard's records ever arrived, before or after a restart, and
@@ -181,14 +182,28 @@ func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 	srv := newFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	want := fakeProduce(t, srv, "orders", "a", 10, 2)
+	// The first answer carries the shard's first records and no
+	// NextShardIterator: they are delivered, the end is not taken.
+	recs, err := srv.ShardRecords("orders", shard0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []map[string]any
+	for _, r := range recs[:4] {
+		first = append(first, map[string]any{"SequenceNumber": *r.SequenceNumber, "Data": r.Data, "PartitionKey": *r.PartitionKey})
+	}
+	answer, err := json.Marshal(map[string]any{"Records": first, "MillisBehindLatest": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var calls atomic.Int32
 	srv.Control("GetRecords", func(*kinesisfake.Request) (bool, int, []byte) {
 		if calls.Add(1) != 1 {
 			return false, 0, nil
 		}
-		return true, 200, []byte(`{"Records":[],"MillisBehindLatest":0}`)
+		return true, 200, answer
 	})
-	want := fakeProduce(t, srv, "orders", "a", 10, 2)
 	logs := &inputtest.Logs{}
 	metrics := &inputtest.Metrics{}
 	out := &inputtest.Collector{}

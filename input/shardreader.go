@@ -104,19 +104,24 @@ func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *
 	return r
 }
 
-// brokenRepeat is how often a shard left unread for a stored checkpoint
-// that cannot be read from is reported again.
-const brokenRepeat = 5 * time.Minute
-
 // refuse keeps the shard unread until ctx ends: its stored checkpoint
 // cannot be read from (err names the store, the value and the fix).
-// Reading it from anywhere else would skip or repeat records; it is said at
-// ERROR, and again every few minutes, until an operator sets it.
+// Reading it from anywhere else would skip or repeat records.
 func (r *shardReader) refuse(ctx context.Context, err error) {
-	t := time.NewTicker(brokenRepeat)
+	r.stayStopped(ctx, fmt.Sprintf("stream %s shard %s: not read: %v", r.s.name, r.info.id, err))
+}
+
+// stayStopped keeps the shard unread until ctx ends, as an operator must
+// set its checkpoint first: why is said at ERROR now and every
+// coord.ReportAgain, and kinesis_shard_stopped is 1 meanwhile.
+func (r *shardReader) stayStopped(ctx context.Context, why string) {
+	m := r.s.in.metrics.stopped
+	m.Set(1, r.s.name, r.info.id)
+	defer m.Set(0, r.s.name, r.info.id)
+	t := time.NewTicker(coord.ReportAgain)
 	defer t.Stop()
 	for {
-		r.s.in.log.Errorf("stream %s shard %s: not read: %v", r.s.name, r.info.id, err)
+		r.s.in.log.Errorf("%s", why)
 		select {
 		case <-ctx.Done():
 			return
@@ -234,9 +239,14 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
 	refusedBo := backoff.Backoff{Initial: positionRetryFirst, Max: positionRetry}
 	var fallback *trimFallback
-	refused := false // start was refused with its record still there: no fallback for it
+	refused := false // start was refused with its record still there
 	stopped := false // the kinesis_shard_stopped gauge is set
-	verify := false  // the last failure may mean the stream was deleted: check before reading
+	defer func() {
+		if stopped { // this reader no longer stands for the shard
+			r.s.in.metrics.stopped.Set(0, r.s.name, r.info.id)
+		}
+	}()
+	verify := false // the last failure may mean the stream was deleted: check before reading
 	for {
 		if verify {
 			if _, err := r.sameShard(ctx, start); err != nil {
@@ -347,17 +357,12 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 					r.stopOnPosition(ctx, start, fmt.Errorf("%v (Kinesis refused it: %v)", rerr, err))
 					return
 				}
-				if fallback == nil && !refused {
+				if fallback == nil {
+					// Each refusal looks again: a start refused while its
+					// record was there may have been trimmed since.
 					fallback = &trimFallback{from: start}
-					r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", r.s.name, r.info.id, start, err)
-					continue
-				}
-				if refused {
-					stopped = true
-					wait := refusedBo.Next()
-					r.positionRefused(start, err, wait)
-					if backoff.Sleep(ctx, wait) != nil {
-						return
+					if !refused {
+						r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", r.s.name, r.info.id, start, err)
 					}
 					continue
 				}

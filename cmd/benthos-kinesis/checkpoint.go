@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,7 +116,9 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 		}
 		broken, err := brokenItems(ctx, t, tb, sc)
 		if err != nil {
-			return err
+			// What the scan shows is still worth seeing.
+			fmt.Fprintf(stderrOf(c), "warning: items at the keys of listed shards without a scanned item were not checked: %v\n", err)
+			broken = sc.BrokenShards()
 		}
 		for _, it := range sc.Shards {
 			if _, ok := broken[it.ShardID]; ok {
@@ -151,9 +154,17 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 		}
 	}
 	if err := markContradicted(ctx, t, rows); err != nil {
-		return err
+		fmt.Fprintf(stderrOf(c), "warning: the positions were not checked against the stream's shards: %v\n", err)
 	}
 	return printRows(t, rows, c.Bool("json"))
+}
+
+// stderrOf is where a command's warnings go.
+func stderrOf(c *cli.Context) io.Writer {
+	if c.App.ErrWriter != nil {
+		return c.App.ErrWriter
+	}
+	return os.Stderr
 }
 
 // markContradicted marks BROKEN the rows whose stored checkpoint the

@@ -252,7 +252,7 @@ func fromAWSKinesis(items []map[string]types.AttributeValue, t streamTarget, str
 			return nil, looked, err
 		}
 		if seq != "" {
-			if !sequenceRE.MatchString(seq) {
+			if !shard.ValidSequence(seq) {
 				return nil, looked, fmt.Errorf("shard %s: SequenceNumber %q is not a sequence number", shardID, seq)
 			}
 			// aws_kinesis reads on after it (AFTER_SEQUENCE_NUMBER).
@@ -331,7 +331,7 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 		case "SHARD_END":
 			cp.Ended = true
 		default:
-			if !sequenceRE.MatchString(v) {
+			if !shard.ValidSequence(v) {
 				return nil, looked, fmt.Errorf("shard %s: checkpoint %q is neither a sequence number nor one of TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END", shardID, v)
 			}
 			var sub int64

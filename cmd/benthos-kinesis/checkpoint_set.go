@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
-
-var sequenceRE = regexp.MustCompile(`^[0-9]{1,128}$`)
 
 // setCheckpoints is `checkpoint set`: it moves shards to where the next run
 // reads from.
@@ -48,8 +45,8 @@ func setCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
 		}
 		start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: ts})
 	default:
-		if !sequenceRE.MatchString(after) {
-			return fmt.Errorf("--after-sequence %q: not a sequence number (decimal digits)", after)
+		if !shard.ValidSequence(after) {
+			return fmt.Errorf("--after-sequence %q: not a sequence number (1 to 129 decimal digits, no leading zero)", after)
 		}
 		if len(c.StringSlice("shard")) != 1 {
 			return errors.New("--after-sequence names a record of one shard: give exactly one --shard")

@@ -120,6 +120,16 @@ func TestCheckpointSet(t *testing.T) {
 			t.Errorf("set %v: %v, want an error saying %q:\n%s", c.args, err, c.want, out)
 		}
 	}
+
+	// A number whose record passed the retention period is a position
+	// still, as the input reads it (on from the oldest record left): the
+	// service refuses it, and the shard's oldest record lies after it.
+	if _, err := srv.TrimShard("orders", shards[1], 12); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := set("--shard", shards[1], "--after-sequence", seqOf(got, "b1-1")); err != nil || !strings.Contains(out, "Moved 1 shards") {
+		t.Errorf("set --after-sequence of a trimmed record: %v\n%s", err, out)
+	}
 }
 
 // seqOf returns the sequence number of the record with data.

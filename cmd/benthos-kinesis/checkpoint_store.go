@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -301,17 +302,41 @@ func brokenItems(ctx context.Context, t streamTarget, tb *lease.Table, sc lease.
 	if err != nil {
 		return nil, err
 	}
+	var ids []string
 	for _, s := range shards {
-		if scanned[s.id] || out[s.id] != nil {
-			continue
+		if !scanned[s.id] && out[s.id] == nil {
+			ids = append(ids, s.id)
 		}
-		_, _, err := tb.Get(ctx, t.streamARN, s.id)
-		var mal *lease.MalformedItemError
-		switch {
-		case errors.As(err, &mal):
-			out[s.id] = append(out[s.id], mal.Broken(s.id))
-		case err != nil:
-			return nil, err
+	}
+	// One read per such shard, 16 at a time: a table where few of
+	// thousands of shards have an item is read in a moment.
+	found := make([]*lease.BrokenItem, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, _, err := tb.Get(ctx, t.streamARN, id)
+			var mal *lease.MalformedItemError
+			switch {
+			case errors.As(err, &mal):
+				b := mal.Broken(id)
+				found[i] = &b
+			case err != nil:
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if found[i] != nil {
+			out[id] = append(out[id], *found[i])
 		}
 	}
 	return out, nil
@@ -375,14 +400,52 @@ func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string
 	if code != "InvalidArgumentException" && code != "ValidationException" {
 		return fmt.Errorf("%s: checking sequence number %s against shard %s of stream %s: %w", what, seq, s.id, streamARN, err)
 	}
-	msg := strings.ToLower(err.Error())
-	if strings.Contains(msg, "retention") || strings.Contains(msg, "trim") || strings.Contains(msg, "expired") {
-		return nil
-	}
 	var apiErr smithy.APIError
 	reason := err.Error()
 	if errors.As(err, &apiErr) {
 		reason = apiErr.ErrorMessage()
 	}
-	return refuse(" (the service refuses it: " + reason + ")")
+	// Told apart as the input does at a refused start: a number older
+	// than the shard's oldest record left was trimmed (a position still,
+	// read on from that record); one at or after it was refused for
+	// another reason.
+	oldest, err := oldestRecord(ctx, client, streamARN, s.id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: the service refuses sequence number %s (%s), and reading shard %s's oldest record to tell why failed: %w", what, seq, reason, s.id, err)
+	case oldest == "":
+		return refuse(" (the service refuses it: " + reason + "; the shard holds no record to tell whether it is older than the retention period: use --to-trim-horizon)")
+	case shard.CompareSequence(oldest, seq) > 0:
+		return nil
+	}
+	return refuse(" (the service refuses it, though the shard's oldest record " + oldest + " is not after it: " + reason + ")")
+}
+
+// oldestRecord returns the sequence number of a shard's oldest record, or ""
+// when a few reads from TRIM_HORIZON find none.
+func oldestRecord(ctx context.Context, client *kinesis.Client, streamARN, shardID string) (string, error) {
+	it, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
+		StreamARN: aws.String(streamARN), ShardId: aws.String(shardID), ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon,
+	})
+	if err != nil {
+		return "", err
+	}
+	iter := it.ShardIterator
+	for range 5 { // a shard's trimmed start may take a few empty reads
+		if iter == nil {
+			return "", nil
+		}
+		out, err := client.GetRecords(ctx, &kinesis.GetRecordsInput{StreamARN: aws.String(streamARN), ShardIterator: iter, Limit: aws.Int32(1)})
+		if err != nil {
+			return "", err
+		}
+		if len(out.Records) > 0 {
+			return aws.ToString(out.Records[0].SequenceNumber), nil
+		}
+		if aws.ToInt64(out.MillisBehindLatest) == 0 {
+			return "", nil
+		}
+		iter = out.NextShardIterator
+	}
+	return "", nil
 }

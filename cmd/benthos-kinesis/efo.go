@@ -164,10 +164,7 @@ func checkFlags(c *cli.Context) error {
 }
 
 func registerAction(ctx context.Context, c *cli.Context, t streamTarget) error {
-	stderr := c.App.ErrWriter
-	if stderr == nil {
-		stderr = os.Stderr
-	}
+	stderr := stderrOf(c)
 	wait := efo.WaitOptions{Timeout: c.Duration("timeout"), Logger: warnings{stderr}}
 	consumer, err := efo.Register(ctx, t.client, t.streamARN, t.name, wait)
 	if err != nil {

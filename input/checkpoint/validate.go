@@ -27,13 +27,12 @@ func (e *FieldError) Error() string {
 // CheckSequence reports a sequence number the Kinesis API would refuse:
 // anything but 1 to 129 decimal digits without a leading zero ("0" aside).
 func CheckSequence(field, seq string) error {
-	ok := shard.ValidSequence(seq) && (seq == "0" || seq[0] != '0')
-	if !ok {
+	if !shard.ValidSequence(seq) {
 		value := fmt.Sprintf("%q", seq)
 		if len(seq) > 40 {
 			value = fmt.Sprintf("%q... (%d characters)", seq[:40], len(seq))
 		}
-		return &FieldError{Field: field, Value: value, Expected: fmt.Sprintf("a sequence number (1 to %d decimal digits)", shard.MaxSequenceDigits)}
+		return &FieldError{Field: field, Value: value, Expected: fmt.Sprintf("a sequence number (1 to %d decimal digits, no leading zero)", shard.MaxSequenceDigits)}
 	}
 	return nil
 }

@@ -116,6 +116,10 @@ type Shard struct {
 	Parents  []string // zero, one (split) or two (merge) shard ids
 }
 
+// ReportAgain is how often a shard left unread until an operator sets its
+// checkpoint again is reported again while it stays so.
+const ReportAgain = 5 * time.Minute
+
 // Never is the lapse of a grant that never lapses.
 var Never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
 // brokenRepeat is how often an item that is still broken is reported
 // again: an operator who missed the first report sees the next one.
-const brokenRepeat = 5 * time.Minute
+const brokenRepeat = coord.ReportAgain
 
 // brokenItems is what a coordinator knows of the items of its stream that
 // are not well-formed shard items: the shards they name are neither taken

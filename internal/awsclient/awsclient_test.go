@@ -3,6 +3,8 @@ package awsclient
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +155,41 @@ func TestCheckEndpointAndRegion(t *testing.T) {
 	}
 	if got := RedactURL("http://user:hunter2@127.0.0.1:1"); got != "http://user:xxxxx@127.0.0.1:1" {
 		t.Errorf("RedactURL: %q", got)
+	}
+}
+
+// TestAnsweringEndpointIsNotCalledSilent: an endpoint that answers, only
+// with failures the SDK retries until the deadline passes, is not reported
+// as one that never answers: the caller gets the SDK's own error.
+// GetRecords is bounded by the polling reader, not here: a large answer on
+// a slow link must not be cut at the client's deadline.
+//
+// Before, every call cut by the deadline was "no answer from ...", also
+// after throttling answers, and GetRecords was cut at 20 s.
+func TestAnsweringEndpointIsNotCalledSilent(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"__type":"ServiceUnavailable","message":"busy"}`))
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := Load(context.Background(), Settings{Region: "us-east-1", ID: "a", Secret: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := Kinesis(cfg, srv.URL, CallTimeout(250*time.Millisecond))
+	_, err = client.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders")})
+	if err == nil || IsNoAnswer(err) {
+		t.Errorf("an endpoint that answered with failures: %v, want the SDK's error, not a NoAnswerError", err)
+	}
+
+	silent := emulator.Blackhole(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = Kinesis(cfg, silent, CallTimeout(100*time.Millisecond)).GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("x")})
+	if IsNoAnswer(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("GetRecords was cut by the client's deadline: %v, want the caller's own deadline", err)
 	}
 }

@@ -37,11 +37,13 @@ const (
 	DynamoDBCallTimeout = 20 * time.Second
 )
 
-// exempt are the operations whose answer is a stream that outlives the
-// call: SubscribeToShard's events flow for up to 5 minutes. The fan-out
-// publisher bounds the wait for its answer and for each event itself
-// (efo.Options.Watchdog).
-var exempt = map[string]bool{"SubscribeToShard": true}
+// exempt are the operations bounded by their callers, not here:
+// SubscribeToShard's answer is a stream of events that flows for up to 5
+// minutes (the fan-out publisher bounds the wait for its answer and for each
+// event: efo.Options.Watchdog), and GetRecords' answer may be large on a
+// slow link (the polling reader bounds it by its own CallTimeout and asks
+// for about 1 MiB a call).
+var exempt = map[string]bool{"SubscribeToShard": true, "GetRecords": true}
 
 // NoAnswerError is a call that got no answer within its deadline. Callers
 // that must tell it from other failures use errors.As; it unwraps to the
@@ -98,8 +100,13 @@ func resolve(def time.Duration, opts []Option) clientOptions {
 }
 
 // sentTo is where a call's last attempt went, recorded by the finalize step
-// for the error of the initialize step's deadline.
-type sentTo struct{ url string }
+// for the error of the initialize step's deadline, and whether any attempt
+// got an answer (then the endpoint is not silent, only slow or failing, and
+// the SDK's own error says more).
+type sentTo struct {
+	url      string
+	answered bool
+}
 
 type sentToKey struct{}
 
@@ -117,7 +124,7 @@ func deadline(timeout time.Duration, fallback string) func(*middleware.Stack) er
 			cctx, cancel := context.WithTimeout(context.WithValue(ctx, sentToKey{}, sent), timeout)
 			defer cancel() // the answer is read whole before the handler returns
 			out, md, err := next.HandleInitialize(cctx, in)
-			if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && !sent.answered {
 				endpoint := sent.url
 				if endpoint == "" {
 					endpoint = fallback
@@ -139,6 +146,21 @@ func deadline(timeout time.Duration, fallback string) func(*middleware.Stack) er
 			}
 			return next.HandleFinalize(ctx, in)
 		})
-		return stack.Finalize.Add(record, middleware.After)
+		if err := stack.Finalize.Add(record, middleware.After); err != nil {
+			return err
+		}
+		// Innermost in the deserialize step: next returns once the response's
+		// head arrived.
+		answered := middleware.DeserializeMiddlewareFunc("benthos-kinesis/RecordAnswer", func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleDeserialize(ctx, in)
+			if sent, ok := ctx.Value(sentToKey{}).(*sentTo); ok {
+				// A failed round trip carries a response of status 0.
+				if resp, ok := out.RawResponse.(*smithyhttp.Response); ok && resp.Response != nil && resp.StatusCode != 0 {
+					sent.answered = true
+				}
+			}
+			return out, md, err
+		})
+		return stack.Deserialize.Add(answered, middleware.After)
 	}
 }

@@ -6,10 +6,11 @@ import "strings"
 // API's pattern is 0|([1-9]\d{0,128})).
 const MaxSequenceDigits = 129
 
-// ValidSequence reports whether s looks like a Kinesis sequence number: a
-// non-empty string of at most MaxSequenceDigits decimal digits.
+// ValidSequence reports whether s is a Kinesis sequence number as the API
+// takes one: 0, or up to MaxSequenceDigits decimal digits without a leading
+// zero.
 func ValidSequence(s string) bool {
-	if s == "" || len(s) > MaxSequenceDigits {
+	if s == "" || len(s) > MaxSequenceDigits || (s[0] == '0' && s != "0") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

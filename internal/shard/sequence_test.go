@@ -27,7 +27,7 @@ func TestCompareSequence(t *testing.T) {
 
 func TestValidSequence(t *testing.T) {
 	for s, want := range map[string]bool{
-		"": false, "12": true, "1a": false, " 1": false, "-1": false,
+		"": false, "12": true, "1a": false, " 1": false, "-1": false, "0": true, "012": false,
 		strings.Repeat("9", 129): true, strings.Repeat("9", 130): false, strings.Repeat("1", 1000): false,
 	} {
 		if got := ValidSequence(s); got != want {

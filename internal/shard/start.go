@@ -78,7 +78,7 @@ func (s Start) Validate() error {
 		return nil
 	case AtSequence, AfterSequence:
 		if !ValidSequence(s.Sequence) {
-			return fmt.Errorf("start position %v needs a sequence number of 1 to %d decimal digits, got %q", s.Kind, MaxSequenceDigits, s.Sequence)
+			return fmt.Errorf("start position %v needs a sequence number of 1 to %d decimal digits without a leading zero, got %q", s.Kind, MaxSequenceDigits, s.Sequence)
 		}
 		return nil
 	}
