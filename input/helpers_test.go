@@ -322,6 +322,23 @@ func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // logLines returns the lines of logs that contain any of words.
+// hasLine reports whether one line of logs holds every part.
+func hasLine(logs string, parts ...string) bool {
+	for _, l := range strings.Split(logs, "\n") {
+		all := true
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 func logLines(logs *syncBuf, words ...string) []string {
 	var out []string
 	for _, l := range strings.Split(logs.String(), "\n") {

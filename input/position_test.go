@@ -140,13 +140,7 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	out2 := &inputtest.Collector{}
 	p = inputtest.StartPipelineWith(t, conf, out2.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
 	said := func() bool {
-		for _, line := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "shard "+shard0) && strings.Contains(line, bad) &&
-				strings.Contains(line, dir) && strings.Contains(line, "checkpoint set") {
-				return true
-			}
-		}
-		return false
+		return hasLine(logs.String(), "level=ERROR", "shard "+shard0, bad, dir, "checkpoint set")
 	}
 	waitUntil(t, time.Minute, func() bool {
 		return len(out2.All()) >= len(want1) && said() &&
@@ -225,13 +219,7 @@ func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 	if n := metrics.Counter("kinesis_shard_ends_unconfirmed", "stream", "orders", "shard", shard0); n != 1 {
 		t.Errorf("kinesis_shard_ends_unconfirmed is %d, want 1", n)
 	}
-	warned := false
-	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "level=WARN") && strings.Contains(line, "shard "+shard0) && strings.Contains(line, "ListShards") {
-			warned = true
-		}
-	}
-	if !warned {
+	if !hasLine(logs.String(), "level=WARN", "shard "+shard0, "ListShards") {
 		t.Errorf("the unconfirmed end is not warned about, naming the shard and ListShards:\n%s", logs.String())
 	}
 }
@@ -278,13 +266,7 @@ func TestReadWithABadSequenceNumberIsNotTaken(t *testing.T) {
 	if cp := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders")).Shards[shard0]; cp.Position == nil || len(cp.Position.Sequence) > 129 {
 		t.Errorf("checkpoint of %s: %+v", shard0, cp.Position)
 	}
-	said := false
-	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "not a Kinesis sequence number") {
-			said = true
-		}
-	}
-	if !said {
+	if !hasLine(logs.String(), "level=ERROR", "not a Kinesis sequence number") {
 		t.Errorf("the bad sequence number is not an error:\n%s", logs.String())
 	}
 }

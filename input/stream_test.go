@@ -347,14 +347,7 @@ func TestBadListingsAreSaid(t *testing.T) {
 			})
 			logs := &inputtest.Logs{}
 			p = inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
-			waitUntil(t, time.Minute, func() bool {
-				for _, line := range strings.Split(logs.String(), "\n") {
-					if strings.Contains(line, "level=ERROR") && strings.Contains(line, "stream orders") && strings.Contains(line, tc.said) {
-						return true
-					}
-				}
-				return false
-			})
+			waitUntil(t, time.Minute, func() bool { return hasLine(logs.String(), "level=ERROR", "stream orders", tc.said) })
 			p.Stop(t)
 			after := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
 			const shard0 = "shardId-000000000000"

@@ -225,13 +225,7 @@ func testExpiredCheckpoint(t *testing.T, readerYAML string, trimmed bool) {
 		if expiredCount != 0 {
 			t.Errorf("kinesis_checkpoints_expired of %s is %d for a checkpoint whose record is still there", shard0, expiredCount)
 		}
-		said := false
-		for _, line := range strings.Split(text, "\n") {
-			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "shard "+shard0) && strings.Contains(line, checkpointSeq) && strings.Contains(line, "checkpoint set") {
-				said = true
-			}
-		}
-		if !said {
+		if !hasLine(text, "level=ERROR", "shard "+shard0, checkpointSeq, "checkpoint set") {
 			t.Errorf("the refusal of a checkpoint whose record is still there is not an error naming the position and `checkpoint set`:\n%s", text)
 		}
 	}

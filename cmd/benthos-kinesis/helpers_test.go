@@ -46,6 +46,20 @@ type pipeline struct {
 	log string
 }
 
+// fakeInputHead is the start of a config whose input reads the stream
+// orders of the fake srv over TLS (ca: its certificate file); the input's
+// other fields follow, indented four spaces.
+func fakeInputHead(srv *kinesisfake.Server, ca string) string {
+	return fmt.Sprintf(`input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    endpoint: %s
+    region: %s
+    credentials: { id: fake, secret: fake }
+    tls: { enabled: true, root_cas_file: %s }
+`, srv.Endpoint(), srv.Region(), ca)
+}
+
 func startPipeline(t *testing.T, bin string, srv *kinesisfake.Server, ca, store, name string) *pipeline {
 	t.Helper()
 	dir := filepath.Dir(ca)
@@ -53,14 +67,7 @@ func startPipeline(t *testing.T, bin string, srv *kinesisfake.Server, ca, store,
 	config := filepath.Join(dir, name+".yaml")
 	yaml := fmt.Sprintf(`
 http: { enabled: false }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    reader: polling
+%s    reader: polling
     polling: { interval: 200ms }
     start_from: trim_horizon
     checkpoint: { commit_period: 100ms, %s }
@@ -70,7 +77,7 @@ pipeline:
 %soutput:
   file: { path: %s, codec: lines }
 logger: { level: warn }
-`, srv.Endpoint(), srv.Region(), ca, store, recordMapping, p.out)
+`, fakeInputHead(srv, ca), store, recordMapping, p.out)
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

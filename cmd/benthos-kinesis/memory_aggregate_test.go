@@ -114,14 +114,7 @@ func readCraftedAggregates(t *testing.T, reader string) {
 		yamlPath = filepath.Join(dir, name+".yaml")
 		yaml := fmt.Sprintf(`
 http: { enabled: false }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    %s
+%s    %s
     start_from: trim_horizon
     checkpoint: { dir: %s, commit_period: 100ms }
 pipeline:
@@ -131,7 +124,7 @@ pipeline:
 output:
   file: { path: %s, codec: lines }
 logger: { level: warn }
-`, srv.Endpoint(), srv.Region(), ca, readerYAML, cpDir, processors, outPath)
+`, fakeInputHead(srv, ca), readerYAML, cpDir, processors, outPath)
 		if err := os.WriteFile(yamlPath, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}

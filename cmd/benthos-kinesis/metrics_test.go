@@ -35,20 +35,13 @@ func TestPrometheusMetrics(t *testing.T) {
 	config := filepath.Join(dir, "metrics.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
 http: { address: %s }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    reader: polling
+%s    reader: polling
     start_from: trim_horizon
     checkpoint: { dir: %s }
 output:
   drop: {}
 logger: { level: warn }
-`, addr, srv.Endpoint(), srv.Region(), ca, filepath.Join(dir, "cp"))), 0o644); err != nil {
+`, addr, fakeInputHead(srv, ca), filepath.Join(dir, "cp"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, bin, config, filepath.Join(dir, "run.log"))

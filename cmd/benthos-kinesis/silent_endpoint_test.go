@@ -82,18 +82,11 @@ func TestSilentDynamoDBEndpointIsReportedByRun(t *testing.T) {
 	silent := emulator.Blackhole(t)
 	config := writeConfig(t, dir, fmt.Sprintf(`
 http: { enabled: false }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    reader: polling
+%s    reader: polling
     checkpoint: { dynamodb: { table: leases, endpoint: %s } }
 output:
   drop: {}
-`, srv.Endpoint(), srv.Region(), ca, silent))
+`, fakeInputHead(srv, ca), silent))
 	logPath := filepath.Join(dir, "run.log")
 	start := time.Now()
 	cmd := run(t, bin, config, logPath)
