@@ -413,12 +413,16 @@ func (g *leaseGrant) Stopped(ctx context.Context, settled func(context.Context) 
 	if err := settled(sctx); err != nil && handingOver && ctx.Err() == nil {
 		g.c.st.Log.Warnf("stream %s shard %s: handing its lease over before every record handed out was acknowledged (none within %v): the next holder reads those again", g.c.st.Name, g.h.shard, g.c.period)
 	}
+	// The handover write is built under saveMu, as every write of a held
+	// lease is: built before a renewal of the same lease lands, it would
+	// carry the counter before it, fail, and read as the lease lost while
+	// this instance still owns it.
+	g.c.saveMu.Lock()
+	defer g.c.saveMu.Unlock()
 	w, due := g.c.book.readerStopped(g)
 	if !due {
 		return
 	}
-	g.c.saveMu.Lock()
-	defer g.c.saveMu.Unlock()
 	if err := g.c.writeAll(ctx, []leaseWrite{w}); err != nil && ctx.Err() == nil {
 		g.c.st.Log.Errorf("stream %s: %v", g.c.st.Name, err)
 	}

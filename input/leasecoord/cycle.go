@@ -59,7 +59,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	var claims []claim
 	items := map[string]lease.Shard{}
 	var adopt []lease.Shard
-	var handovers []leaseWrite
+	var askedOf []lease.Shard
 	for _, it := range sc.Shards {
 		if c.book.scanned(it, c.me) {
 			c.st.Metrics.LeasesLost.Incr(1, c.st.Name)
@@ -88,17 +88,11 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		case it.Owner == c.me && !held:
 			adopt = append(adopt, it) // handed over to this instance
 		case it.Owner == c.me && it.HandoffTo != "":
-			if w := c.asked(it.ShardID, it.HandoffTo); w != nil {
-				handovers = append(handovers, *w)
-			}
+			askedOf = append(askedOf, it)
 		}
 	}
-	if len(handovers) > 0 {
-		c.saveMu.Lock()
-		if err := c.writeAll(ctx, handovers); err != nil && ctx.Err() == nil {
-			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
-		}
-		c.saveMu.Unlock()
+	if len(askedOf) > 0 {
+		c.handOver(ctx, askedOf)
 	}
 
 	take, ask := balance(c.me, claims, c.view.live(now), c.steals, func(cl []claim) {
@@ -123,6 +117,24 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return c.view.nextCycle(time.Now())
+}
+
+// handOver starts handing over the held leases whose items carry an ask,
+// and writes the handovers due now. The writes are built under saveMu, as
+// every write of a held lease is, so that none carries a counter a
+// concurrent renewal moved.
+func (c *leaseCoordinator) handOver(ctx context.Context, items []lease.Shard) {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	var ws []leaseWrite
+	for _, it := range items {
+		if w := c.asked(it.ShardID, it.HandoffTo); w != nil {
+			ws = append(ws, *w)
+		}
+	}
+	if err := c.writeAll(ctx, ws); err != nil && ctx.Err() == nil {
+		c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
+	}
 }
 
 // reportBroken takes in the malformed items of a scan (and those met when

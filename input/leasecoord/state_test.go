@@ -559,3 +559,68 @@ func TestLeaseEndOnAnOpenShardIsReported(t *testing.T) {
 		t.Fatalf("the report does not say what is wrong and the fix:\n%s", logs.String())
 	}
 }
+
+// TestLeaseHandoverAfterAConcurrentRenewalIsNotLost: the reader of a lease
+// being handed over settles while a commit renews that lease. The handover
+// is built after the renewal (under the same lock), so it carries the
+// renewal's counter: the lease is handed over, not taken for lost while
+// this instance still owns it. (Built before, it carried the old counter,
+// failed, and the holder dropped a lease it owned, then took it back from
+// its older stored checkpoint and read again what it had acknowledged.)
+func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c.Cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, c, "s0")
+	g.Acked(pos(3))
+	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+		t.Fatal(err)
+	}
+	c.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
+	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
+		t.Fatalf("lease %v, want handing over", st)
+	}
+
+	// A commit is under way: its renewal of s0 (the reader still settling)
+	// is computed and not yet written when the reader settles.
+	c.saveMu.Lock()
+	c.book.mu.Lock()
+	c.book.held["s0"].renewed = time.Now().Add(-time.Minute / 2)
+	c.book.mu.Unlock()
+	renewal := c.book.due(time.Now())
+	g.Acked(pos(4))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Stopped(t.Context(), settledNow)
+	}()
+	// Give the settled reader the chance to build its handover early (it
+	// must not: it waits for the commit).
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		c.book.mu.Lock()
+		detached := c.book.held["s0"].reader == nil
+		c.book.mu.Unlock()
+		if detached {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.writeAll(t.Context(), renewal); err != nil {
+		t.Fatal(err)
+	}
+	c.saveMu.Unlock()
+	<-done
+
+	it := itemOf(t, m, "s0")
+	if it.Owner != "b" || it.Checkpoint.Position == nil || *it.Checkpoint.Position != pos(4) {
+		t.Fatalf("item after the handover %+v, want owner b at 4", it)
+	}
+	if _, held := c.book.stateOf("s0"); held {
+		t.Fatal("a lease handed over is still in the book")
+	}
+}
