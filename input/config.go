@@ -53,7 +53,14 @@ type leaseConfig struct {
 	LeasePeriod time.Duration
 	InstanceID  string
 	StealLimit  int
+	Balance     string // balanceThroughput or balanceCount
 }
+
+// The ways instances share a stream's shards (checkpoint.dynamodb.balance).
+const (
+	balanceThroughput = "throughput"
+	balanceCount      = "count"
+)
 
 type efoConfig struct {
 	ConsumerName      string
@@ -426,6 +433,12 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	}
 	if l.StealLimit < 0 {
 		return nil, fieldError(at+fDynamoStealLimit, l.StealLimit, "expected 0 (never ask for leases) or more")
+	}
+	if l.Balance, err = pc.FieldString(fDynamoBalance); err != nil {
+		return nil, err
+	}
+	if l.Balance != balanceThroughput && l.Balance != balanceCount {
+		return nil, fieldError(at+fDynamoBalance, l.Balance, "expected throughput or count")
 	}
 	return &l, nil
 }

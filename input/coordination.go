@@ -109,7 +109,7 @@ func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Log
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	log.Infof("checkpoints are kept in the lease table %s (region %s), sharing shards as instance %s (lease_period %v)", l.Table, cfg.Region, l.InstanceID, l.LeasePeriod)
-	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit}), nil
+	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit, ByLoad: l.Balance == balanceThroughput}), nil
 }
 
 // client is the lease table's DynamoDB client. Each of its calls is bounded

@@ -272,6 +272,11 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			if err := checkSequences(b.Records); err != nil {
 				return err
 			}
+			bytes := 0
+			for i := range b.Records {
+				bytes += len(b.Records[i].Data)
+			}
+			r.g.Read(bytes)
 			if fallback != nil {
 				var expired bool
 				if b.Records, expired = fallback.filter(b.Records); expired {

@@ -48,6 +48,7 @@ const (
 	fDynamoLeasePeriod      = "lease_period"
 	fDynamoInstanceID       = "instance_id"
 	fDynamoStealLimit       = "steal_limit"
+	fDynamoBalance          = "balance"
 	fDeaggregate            = "deaggregate"
 	fShardDiscoveryInterval = "shard_discovery_interval"
 	fBatching               = "batching"
@@ -264,6 +265,10 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					service.NewIntField(fDynamoStealLimit).
 						Description("The most leases an instance asks other live instances to hand over per lease cycle (a third of `lease_period`) while it holds fewer than its share; each is handed over after its last checkpoint. 0: never ask (an instance then gets only free and expired leases).").
 						Default(4).
+						Advanced(),
+					service.NewStringEnumField(fDynamoBalance, balanceThroughput, balanceCount).
+						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder over about 30 s and published with its heartbeat, so that the holder of a hot shard holds fewer others; a lease moves only when that clearly evens the load. Idle streams, equal loads and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
+						Default(balanceThroughput).
 						Advanced(),
 				).
 					Description("Share the shards of each stream between many instances through a DynamoDB lease table. Leases and checkpoints then live in the table instead of `dir`.").

@@ -72,6 +72,9 @@ type Grant interface {
 	// Ended records that the shard was read to its end after last (nil:
 	// no record acknowledged by this reader), durably on success.
 	Ended(ctx context.Context, last *checkpoint.Position) error
+	// Read records bytes of the shard's records read: the shard's load,
+	// which a coordinator that balances by load weighs.
+	Read(bytes int)
 	// Until is when the reader must stop handing out records: its lease
 	// lapses then unless renewed. Never, with the local store.
 	Until() time.Time

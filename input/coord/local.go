@@ -176,6 +176,9 @@ func (g *localGrant) Ended(ctx context.Context, last *checkpoint.Position) error
 
 func (g *localGrant) Until() time.Time { return Never }
 
+// Read: one instance has nothing to balance.
+func (g *localGrant) Read(int) {}
+
 // stopped waits for what the reader handed out to settle, unless the
 // stream was reset since: the old stream's records do not hold the new
 // one's readers.

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -31,6 +32,7 @@ const (
 	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
 	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
 	attrNonce        = "workerNonce"            // worker items: a random id of the process
+	attrLoads        = "shardLoads"             // worker items: bytes/s read of each shard held
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
@@ -93,13 +95,39 @@ type Worker struct {
 	// processes started with one instance id write two nonces. Empty on an
 	// item written before nonces were.
 	Nonce string
+	// Loads is the measured read rate, in bytes a second, of each shard the
+	// instance held at its last heartbeat: what balancing by load weighs.
+	Loads map[string]float64
 }
 
 // decodeWorker reads a worker item. A counter that is not an integer reads
 // as 0: the item then just looks like an instance that did not move yet.
+// Loads that are not numbers are left out: the shard then counts as not
+// measured.
 func decodeWorker(item map[string]types.AttributeValue) Worker {
 	n, _ := getN(item, attrCounter)
-	return Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce)}
+	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce)}
+	if m, ok := item[attrLoads].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
+		w.Loads = make(map[string]float64, len(m.Value))
+		for id, v := range m.Value {
+			if nv, ok := v.(*types.AttributeValueMemberN); ok {
+				if f, err := strconv.ParseFloat(nv.Value, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
+					w.Loads[id] = f
+				}
+			}
+		}
+	}
+	return w
+}
+
+// encodeLoads is the loads attribute of a worker item: whole bytes a
+// second, which is all the balance needs.
+func encodeLoads(loads map[string]float64) types.AttributeValue {
+	m := make(map[string]types.AttributeValue, len(loads))
+	for id, l := range loads {
+		m[id] = &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(math.Round(max(l, 0))), 10)}
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -263,7 +263,7 @@ func (m *Memory) ReplaceStream(ctx context.Context, s Stream) error {
 // Heartbeat moves the counter of my worker item, creating it, and writes
 // nonce; unless takeOver, only while the item has no nonce or this one
 // (ErrDuplicateInstance otherwise).
-func (m *Memory) Heartbeat(ctx context.Context, streamARN, me, nonce string, takeOver bool) error {
+func (m *Memory) Heartbeat(ctx context.Context, streamARN, me, nonce string, loads map[string]float64, takeOver bool) error {
 	if err := m.enter(ctx, "Heartbeat"); err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me, nonce string, tak
 	n, _ := getN(item, attrCounter)
 	m.items[key] = update(item, map[string]types.AttributeValue{
 		attrKey: str(key), attrKind: str(kindWorker), attrStream: str(streamARN), attrOwner: str(me),
-		attrCounter: num(n + 1), attrNonce: str(nonce),
+		attrCounter: num(n + 1), attrNonce: str(nonce), attrLoads: encodeLoads(loads),
 	})
 	return nil
 }

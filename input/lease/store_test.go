@@ -116,6 +116,10 @@ func conformanceScript() []step {
 		{"remove of a missing worker", removeWorker("a", 3), "", nil},
 		{"heartbeat of b", heartbeat("b", "n3", false), "", nil},
 		{"heartbeat of c", heartbeat("c", "n4", false), "", nil},
+		{"heartbeat with loads", heartbeatLoads("c", "n4", map[string]float64{s0: 2048.4, s1: 0}), "", nil},
+		{"loads in whole bytes a second", worker("c"), "c counter=2 nonce=n4 loads=map[shardId-000000000000:2048 shardId-000000000001:0]", nil},
+		{"a heartbeat without loads clears them", heartbeat("c", "n4", false), "", nil},
+		{"no loads", worker("c"), "c counter=3 nonce=n4", nil},
 		{"leave", leave("b"), "", nil},
 		{"a worker that left", worker("b"), "none", nil},
 
@@ -125,8 +129,8 @@ func conformanceScript() []step {
 		{"drop", drop("efo"), "", nil},
 		{"claim after the drop", claim("efo", "b"), "true", nil},
 
-		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:1:n4]", nil},
-		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:1:n4]", nil},
+		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:3:n4]", nil},
+		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:3:n4]", nil},
 	}
 }
 
@@ -236,7 +240,13 @@ func replaceStream(kind string) func(context.Context, Store) (string, error) {
 
 func heartbeat(me, nonce string, takeOver bool) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.Heartbeat(ctx, arn, me, nonce, takeOver)
+		return "", st.Heartbeat(ctx, arn, me, nonce, nil, takeOver)
+	}
+}
+
+func heartbeatLoads(me, nonce string, loads map[string]float64) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Heartbeat(ctx, arn, me, nonce, loads, false)
 	}
 }
 
@@ -246,7 +256,11 @@ func worker(id string) func(context.Context, Store) (string, error) {
 		if !ok {
 			return "none", err
 		}
-		return fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter, w.Nonce), err
+		out := fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter, w.Nonce)
+		if len(w.Loads) > 0 {
+			out += fmt.Sprintf(" loads=%v", w.Loads)
+		}
+		return out, err
 	}
 }
 

@@ -582,17 +582,18 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 // nonce means another process renews the same instance id, and Heartbeat
 // returns ErrDuplicateInstance and changes nothing. takeOver writes the
 // nonce whatever it was (the other process is known to be gone).
-func (t *Table) Heartbeat(ctx context.Context, streamARN, me, nonce string, takeOver bool) error {
+func (t *Table) Heartbeat(ctx context.Context, streamARN, me, nonce string, loads map[string]float64, takeOver bool) error {
 	in := &dynamodb.UpdateItemInput{
 		TableName:              aws.String(t.name),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		Key:                    map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
-		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce"),
+		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce, #l = :loads"),
 		ExpressionAttributeNames: map[string]string{
-			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce,
+			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
+			":loads": encodeLoads(loads),
 		},
 	}
 	if !takeOver {

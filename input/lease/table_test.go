@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,7 @@ func TestScanReadsEveryPage(t *testing.T) {
 			}
 		}
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "n1", false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", "n1", nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
@@ -459,27 +460,27 @@ func TestHeartbeatNonce(t *testing.T) {
 	d := emulator.Dynalite(t)
 	tb := open(t, d, "nonce")
 	ctx := t.Context()
-	if err := tb.Heartbeat(ctx, arn, "a", "first", false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "first", false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "second", false); !errors.Is(err, ErrDuplicateInstance) {
+	if err := tb.Heartbeat(ctx, arn, "a", "second", nil, false); !errors.Is(err, ErrDuplicateInstance) {
 		t.Fatalf("heartbeat of a second process with the same instance id: %v, want ErrDuplicateInstance", err)
 	}
 	w, ok, err := tb.GetWorker(ctx, arn, "a")
-	if err != nil || !ok || w != (Worker{ID: "a", Counter: 2, Nonce: "first"}) {
+	if err != nil || !ok || !reflect.DeepEqual(w, Worker{ID: "a", Counter: 2, Nonce: "first"}) {
 		t.Fatalf("after the refused heartbeat: %+v, %v, %v; want counter 2, nonce first", w, ok, err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "second", true); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", "second", nil, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "first", false); !errors.Is(err, ErrDuplicateInstance) {
+	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); !errors.Is(err, ErrDuplicateInstance) {
 		t.Fatalf("heartbeat of the process whose presence was taken over: %v, want ErrDuplicateInstance", err)
 	}
 	sc, err := tb.ScanConsistent(ctx, arn)
-	if err != nil || len(sc.Workers) != 1 || sc.Workers[0] != (Worker{ID: "a", Counter: 3, Nonce: "second"}) {
+	if err != nil || len(sc.Workers) != 1 || !reflect.DeepEqual(sc.Workers[0], Worker{ID: "a", Counter: 3, Nonce: "second"}) {
 		t.Fatalf("scan after the take-over: %+v, %v; want a at counter 3, nonce second", sc.Workers, err)
 	}
 
@@ -490,10 +491,10 @@ func TestHeartbeatNonce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "old", "new", false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "old", "new", nil, false); err != nil {
 		t.Fatalf("heartbeat on an item without a nonce: %v", err)
 	}
-	if w, _, _ := tb.GetWorker(ctx, arn, "old"); w != (Worker{ID: "old", Counter: 8, Nonce: "new"}) {
+	if w, _, _ := tb.GetWorker(ctx, arn, "old"); !reflect.DeepEqual(w, Worker{ID: "old", Counter: 8, Nonce: "new"}) {
 		t.Fatalf("item without a nonce after a heartbeat: %+v; want counter 8, nonce new", w)
 	}
 }
@@ -513,7 +514,7 @@ func TestRemoveWorker(t *testing.T) {
 		t.Fatalf("remove of a missing worker: %v", err)
 	}
 	for range 2 {
-		if err := tb.Heartbeat(ctx, arn, "a", "n", false); err != nil {
+		if err := tb.Heartbeat(ctx, arn, "a", "n", nil, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -46,7 +46,7 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 func (c *leaseCoordinator) heartbeat(ctx context.Context, now time.Time) error {
 	hctx, cancel := context.WithTimeout(ctx, c.period/3)
 	defer cancel()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, false)
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, c.book.loads(now), false)
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		if !c.impostor.Swap(true) {
 			c.book.dropAll(errLeaseLost)

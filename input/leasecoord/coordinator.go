@@ -29,6 +29,9 @@ type Options struct {
 	// StealLimit is how many leases an instance asks live holders for per
 	// cycle.
 	StealLimit int
+	// ByLoad balances by the measured load of the shards (falling back to
+	// the count where loads are unknown or negligible) rather than by count.
+	ByLoad bool
 }
 
 // leaseCoordination is the lease table shared by the input's streams.
@@ -209,7 +212,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 			}
 		}
 	}
-	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, c.nonce, true); err != nil {
+	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, c.nonce, nil, true); err != nil {
 		return err
 	}
 	c.saveMu.Lock()
@@ -380,6 +383,8 @@ func (g *leaseGrant) Start() checkpoint.Checkpoint { return g.cp }
 func (g *leaseGrant) Acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
 
 func (g *leaseGrant) Until() time.Time { return g.c.book.until(g) }
+
+func (g *leaseGrant) Read(bytes int) { g.h.meter.Add(bytes, time.Now()) }
 
 // errNotHeld: the end of a shard cannot be stored under a lease that is no
 // longer held as the reader was given it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/rate"
 )
 
 // Causes of a reader's stop, set on its context.
@@ -73,6 +74,9 @@ type heldLease struct {
 	// uncertain is set when a write failed without an answer: it may have
 	// been applied, moving the counter (see leaseCoordinator.writeFailed).
 	uncertain bool
+	// meter measures the bytes its readers read: the lease's load, which
+	// the heartbeat publishes. Safe without the book's lock.
+	meter rate.Meter
 }
 
 // leaseBook is the state machine of the leases one instance holds on one
@@ -397,6 +401,18 @@ func (b *leaseBook) scanned(it lease.Shard, me string) (lost bool) {
 }
 
 // holds reports whether the book has a lease of the shard (in any state).
+// loads returns the measured read rate, in bytes a second, of every lease
+// held at now, by shard.
+func (b *leaseBook) loads(now time.Time) map[string]float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]float64, len(b.held))
+	for id, h := range b.held {
+		out[id] = h.meter.Rate(now)
+	}
+	return out
+}
+
 func (b *leaseBook) holds(shardID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

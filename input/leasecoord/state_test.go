@@ -192,7 +192,7 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	g.Acked(pos(3))
 	// b was never scanned by a: its ask is fresher than a's last scan, and
 	// is honoured (before the redesign it was dropped as "not alive").
-	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", true); err != nil {
+	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
@@ -225,7 +225,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 	t.Parallel()
 	const period = 200 * time.Millisecond
 	m := lease.NewMemory()
-	if err := m.Heartbeat(t.Context(), testARN, "dead", "nd", true); err != nil {
+	if err := m.Heartbeat(t.Context(), testARN, "dead", "nd", nil, true); err != nil {
 		t.Fatal(err)
 	}
 	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
@@ -332,7 +332,7 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
 	for i := range 50 {
-		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), "n", true); err != nil {
+		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), "n", nil, true); err != nil {
 			t.Fatal(err)
 		}
 	}

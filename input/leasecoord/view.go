@@ -23,6 +23,9 @@ type leaseView struct {
 	since map[string]time.Time
 	// workers holds every worker item seen, by instance.
 	workers map[string]workerSighting
+	// loads holds the loads each instance published with its last
+	// heartbeat: bytes a second by shard, by instance.
+	loads map[string]map[string]float64
 	// asked holds the shards this instance asked the holders of for, and
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
@@ -61,7 +64,9 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	}
 	v.items = items
 	workers := map[string]workerSighting{}
+	v.loads = make(map[string]map[string]float64, len(sc.Workers))
 	for _, w := range sc.Workers {
+		v.loads[w.ID] = w.Loads
 		s, ok := v.workers[w.ID]
 		switch {
 		case !ok:
@@ -72,6 +77,15 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		workers[w.ID] = s
 	}
 	v.workers = workers
+}
+
+// load returns the load of a shard as its holder owner published it, and
+// whether it did.
+func (v *leaseView) load(shardID, owner string) (float64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	l, ok := v.loads[owner][shardID]
+	return l, ok
 }
 
 // expired reports whether the lease of an item counts as expired: held by
