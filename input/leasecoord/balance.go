@@ -11,6 +11,11 @@ type claim struct {
 	owner   string // "" when free
 	expired bool   // the owner did not renew it for a lease period
 	asked   string // the instance that asked its owner for it, if any
+	// load is the shard's throughput in bytes/s, smoothed, as its holder
+	// published it; measured says whether it did (a free shard, or one
+	// whose holder has no figure yet, is not measured: load is then 0).
+	load     float64
+	measured bool
 }
 
 // balance decides which leases me takes now and which it asks their live

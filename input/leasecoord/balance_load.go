@@ -1,0 +1,220 @@
+package leasecoord
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+const (
+	// loadFloor is the measured throughput, in bytes/s over all leases,
+	// below which loads tell the instances nothing: the count decides.
+	loadFloor = 1024
+	// loadMargin is the hysteresis of a move by load, as a fraction of the
+	// mean instance load: a move must lower the busier side of its pair by
+	// at least this much, so that noise in the measurements moves nothing.
+	loadMargin = 0.1
+)
+
+// balanceLoad is balance by measured load: it decides which leases me takes
+// now and which it asks their live holders to hand over (at most steals),
+// so that every instance ends up reading about the same throughput rather
+// than the same number of shards: a hot shard's holder holds fewer others.
+//
+// A lease weighs its published load; one not measured weighs the mean of
+// the measured ones. A lease asked for counts as its asker's already.
+//
+//   - Free and expired leases go, heaviest first, each to the least loaded
+//     live instance (then the one holding fewest, then the smallest id);
+//     me takes those that fall to it. Every instance computes the same
+//     split from the same table, so they take different leases.
+//   - Then me asks the most loaded instance that has a lease worth moving
+//     for the lease whose move best evens the two, up to steals times. A
+//     lease of load l is worth moving from a giver of load g to me at load
+//     a when either
+//     by load: l > 0 and a+l <= g - loadMargin*mean (the busier side of
+//     the pair drops clearly), or
+//     by count: the giver holds at least two leases more and a+l <= g
+//     (the counts even out and the busier side does not rise; with equal
+//     loads this is the count rule).
+//
+// Why it settles rather than fights: a move by load lowers the sum of the
+// squared instance loads; one by count keeps it or lowers it, and lowers
+// the sum of the squared counts. With steady rates there are finitely many
+// assignments, so the moves stop, whichever instance makes them and in
+// whatever order. No move is undone: after it the asker holds at most what
+// the giver held before, so asking the lease back would need the giver to
+// have been below the asker. The asker never becomes busier than its giver
+// was, so no move creates a new busiest instance.
+//
+// With no lease measured, or less than loadFloor measured in all, it is
+// balance (order is used only then: by load, every instance splits free
+// leases alike and needs no shuffle).
+func balanceLoad(me string, claims []claim, live map[string]bool, steals int, order func([]claim)) (take, ask []claim) {
+	weight, ok := leaseWeights(claims)
+	if !ok {
+		return balance(me, claims, live, steals, order)
+	}
+	b := newLoadBook(me, claims, live, weight)
+	take = b.takeFree()
+	for len(ask) < steals {
+		c, ok := b.bestAsk()
+		if !ok {
+			break
+		}
+		b.move(c)
+		ask = append(ask, c)
+	}
+	return take, ask
+}
+
+// leaseWeights returns what a lease weighs in the balance: its measured
+// load, or the mean measured load when it has none. It returns false when
+// no lease was measured or all together carry less than loadFloor.
+func leaseWeights(claims []claim) (func(claim) float64, bool) {
+	var sum float64
+	n := 0
+	for _, c := range claims {
+		if c.measured {
+			sum += c.load
+			n++
+		}
+	}
+	if n == 0 || sum < loadFloor {
+		return nil, false
+	}
+	mean := sum / float64(n)
+	return func(c claim) float64{
+		if c.measured {
+			return c.load
+		}
+		return mean
+	}, true
+}
+
+// loadBook is the table as one balanceLoad call counts it: each instance's
+// load and lease count (leases held, asked for, or falling to it), the
+// leases me may ask for by holder, and the free ones.
+type loadBook struct {
+	me      string
+	weight  func(claim) float64
+	load    map[string]float64
+	count   map[string]int
+	askable map[string][]claim
+	free    []claim
+	takers  []string // live instances and me, sorted: who may take a free lease
+	margin  float64  // loadMargin of the mean instance load, in bytes/s
+}
+
+func newLoadBook(me string, claims []claim, live map[string]bool, weight func(claim) float64) *loadBook {
+	b := &loadBook{me: me, weight: weight, load: map[string]float64{}, count: map[string]int{}, askable: map[string][]claim{}}
+	for id := range live {
+		b.count[id] = 0
+	}
+	b.count[me] = 0
+	for id := range b.count {
+		b.takers = append(b.takers, id)
+	}
+	slices.Sort(b.takers)
+	var total float64
+	for _, c := range claims {
+		total += weight(c)
+		switch {
+		case c.owner == "" || c.expired:
+			b.free = append(b.free, c)
+		case c.asked != "" && (live[c.asked] || c.asked == me):
+			b.add(c.asked, c) // coming to its asker
+		default:
+			b.add(c.owner, c)
+			if c.owner != me && c.asked == "" {
+				b.askable[c.owner] = append(b.askable[c.owner], c)
+			}
+		}
+	}
+	b.margin = loadMargin * total / float64(len(b.count))
+	return b
+}
+
+func (b *loadBook) add(id string, c claim) {
+	b.load[id] += b.weight(c)
+	b.count[id]++
+}
+
+// takeFree splits the free leases, heaviest first, each to the least
+// loaded instance that may take it, and returns those falling to me.
+func (b *loadBook) takeFree() (take []claim) {
+	slices.SortFunc(b.free, func(x, y claim) int {
+		if d := cmp.Compare(b.weight(y), b.weight(x)); d != 0 {
+			return d
+		}
+		return cmp.Compare(x.shard, y.shard)
+	})
+	for _, c := range b.free {
+		to := slices.MinFunc(b.takers, b.lighter)
+		b.add(to, c)
+		if to == b.me {
+			take = append(take, c)
+		}
+	}
+	return take
+}
+
+// lighter orders instances by load, then lease count, then id.
+func (b *loadBook) lighter(x, y string) int {
+	if d := cmp.Compare(b.load[x], b.load[y]); d != 0 {
+		return d
+	}
+	if d := cmp.Compare(b.count[x], b.count[y]); d != 0 {
+		return d
+	}
+	return cmp.Compare(x, y)
+}
+
+// bestAsk returns the lease me asks for next: of the most loaded holder
+// with a lease worth moving, the one whose move leaves the two closest.
+func (b *loadBook) bestAsk() (claim, bool) {
+	givers := make([]string, 0, len(b.askable))
+	for id := range b.askable {
+		givers = append(givers, id)
+	}
+	slices.SortFunc(givers, func(x, y string) int { return b.lighter(y, x) })
+	a := b.load[b.me]
+	for _, g := range givers {
+		var best claim
+		gap := math.Inf(1)
+		for _, c := range b.askable[g] {
+			l := b.weight(c)
+			if !b.worthMoving(l, g) {
+				continue
+			}
+			if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
+				best, gap = c, d
+			}
+		}
+		if !math.IsInf(gap, 1) {
+			return best, true
+		}
+	}
+	return claim{}, false
+}
+
+// worthMoving reports whether a lease of load l is worth moving from giver
+// to me: by load or by count, as balanceLoad says.
+func (b *loadBook) worthMoving(l float64, giver string) bool {
+	a, g := b.load[b.me], b.load[giver]
+	if l > 0 && a+l <= g-b.margin {
+		return true
+	}
+	return b.count[giver] >= b.count[b.me]+2 && a+l <= g
+}
+
+// move counts a lease asked for as me's.
+func (b *loadBook) move(c claim) {
+	b.askable[c.owner] = slices.DeleteFunc(b.askable[c.owner], func(x claim) bool { return x.shard == c.shard })
+	if len(b.askable[c.owner]) == 0 {
+		delete(b.askable, c.owner)
+	}
+	b.load[c.owner] -= b.weight(c)
+	b.count[c.owner]--
+	b.add(b.me, c)
+}
