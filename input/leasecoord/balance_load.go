@@ -22,7 +22,10 @@ const (
 // than the same number of shards: a hot shard's holder holds fewer others.
 //
 // A lease weighs its published load; one not measured weighs the mean of
-// the measured ones. A lease asked for counts as its asker's already.
+// the measured ones. A lease asked for counts as its asker's already. An
+// instance holding a lease not measured yet (just taken or handed over)
+// neither asks nor is asked until it is: its load is a guess, and moves made
+// on a guess would be moved back once the figure comes.
 //
 //   - Free and expired leases go, heaviest first, each to the least loaded
 //     live instance (then the one holding fewest, then the smallest id);
@@ -84,7 +87,7 @@ func leaseWeights(claims []claim) (func(claim) float64, bool) {
 		return nil, false
 	}
 	mean := sum / float64(n)
-	return func(c claim) float64{
+	return func(c claim) float64 {
 		if c.measured {
 			return c.load
 		}
@@ -101,13 +104,14 @@ type loadBook struct {
 	load    map[string]float64
 	count   map[string]int
 	askable map[string][]claim
+	unsure  map[string]bool // instances holding a lease not measured
 	free    []claim
 	takers  []string // live instances and me, sorted: who may take a free lease
 	margin  float64  // loadMargin of the mean instance load, in bytes/s
 }
 
 func newLoadBook(me string, claims []claim, live map[string]bool, weight func(claim) float64) *loadBook {
-	b := &loadBook{me: me, weight: weight, load: map[string]float64{}, count: map[string]int{}, askable: map[string][]claim{}}
+	b := &loadBook{me: me, weight: weight, load: map[string]float64{}, count: map[string]int{}, askable: map[string][]claim{}, unsure: map[string]bool{}}
 	for id := range live {
 		b.count[id] = 0
 	}
@@ -126,6 +130,7 @@ func newLoadBook(me string, claims []claim, live map[string]bool, weight func(cl
 			b.add(c.asked, c) // coming to its asker
 		default:
 			b.add(c.owner, c)
+			b.unsure[c.owner] = b.unsure[c.owner] || !c.measured
 			if c.owner != me && c.asked == "" {
 				b.askable[c.owner] = append(b.askable[c.owner], c)
 			}
@@ -173,9 +178,14 @@ func (b *loadBook) lighter(x, y string) int {
 // bestAsk returns the lease me asks for next: of the most loaded holder
 // with a lease worth moving, the one whose move leaves the two closest.
 func (b *loadBook) bestAsk() (claim, bool) {
+	if b.unsure[b.me] {
+		return claim{}, false
+	}
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
-		givers = append(givers, id)
+		if !b.unsure[id] {
+			givers = append(givers, id)
+		}
 	}
 	slices.SortFunc(givers, func(x, y string) int { return b.lighter(y, x) })
 	a := b.load[b.me]
