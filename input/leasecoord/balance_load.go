@@ -37,18 +37,21 @@ const (
 //     a when either
 //     by load: l > 0 and a+l <= g - loadMargin*mean (the busier side of
 //     the pair drops clearly), or
-//     by count: the giver holds at least two leases more and a+l <= g
-//     (the counts even out and the busier side does not rise; with equal
-//     loads this is the count rule).
+//     by count: the giver holds at least two leases more and
+//     a+l <= g - l/2 (the counts even out and the busier side drops by at
+//     least half the lease; with about equal loads this is the count rule).
 //
-// Why it settles rather than fights: a move by load lowers the sum of the
-// squared instance loads; one by count keeps it or lowers it, and lowers
-// the sum of the squared counts. With steady rates there are finitely many
-// assignments, so the moves stop, whichever instance makes them and in
-// whatever order. No move is undone: after it the asker holds at most what
-// the giver held before, so asking the lease back would need the giver to
-// have been below the asker. The asker never becomes busier than its giver
-// was, so no move creates a new busiest instance.
+// Why it settles rather than fights: judged on the table as it is, every
+// move by load lowers the sum of the squared instance loads, and every move
+// by count lowers it too (or keeps it, for a lease weighing nothing) and
+// lowers the sum of the squared counts. With steady rates there are
+// finitely many assignments, so the moves stop. A move never makes its
+// asker busier than its giver was, so it makes no new busiest instance, and
+// it is never asked back: that would need the giver, after it, to be above
+// the asker by more than the lease. Asks count as their askers' in every
+// view that shows them; instances deciding at once on the same view may
+// overshoot a giver, which the same rules then correct (the tests play
+// both).
 //
 // With no lease measured, or less than loadFloor measured in all, it is
 // balance (order is used only then: by load, every instance splits free
@@ -215,7 +218,7 @@ func (b *loadBook) worthMoving(l float64, giver string) bool {
 	if l > 0 && a+l <= g-b.margin {
 		return true
 	}
-	return b.count[giver] >= b.count[b.me]+2 && a+l <= g
+	return b.count[giver] >= b.count[b.me]+2 && a+l <= g-l/2
 }
 
 // move counts a lease asked for as me's.

@@ -41,6 +41,9 @@ func newLoadSim(instances int, rate []float64, owner []string, steals int) *load
 	if s.owner == nil {
 		s.owner = make([]string, len(rate))
 	}
+	for i := range s.since {
+		s.since[i] = -100 // the starting holders hold their leases since long
+	}
 	for i := range instances {
 		id := fmt.Sprintf("i%d", i)
 		s.ids = append(s.ids, id)
@@ -198,4 +201,82 @@ func TestBalanceLoadSplitsByRate(t *testing.T) {
 			t.Logf("busiest at most %.2f x the mean, settled within %d rounds", worst, slowest)
 		})
 	}
+}
+
+// TestBalanceLoadHotShard: from each settled split of 5:3:2:2:1:1, one
+// shard's rate grows tenfold; within 3 rounds its holder holds it alone
+// (each hot rate is above the mean, so that is the best) and keeps it so,
+// no lease goes back to an instance it left, and the moves stop within 10
+// rounds.
+func TestBalanceLoadHotShard(t *testing.T) {
+	t.Parallel()
+	settled := map[string][]string{}
+	for _, start := range assignments(6, 3) {
+		s := newLoadSim(3, rates(5, 3, 2, 2, 1, 1), start, 1)
+		s.settle(t, 10)
+		settled[fmt.Sprint(s.owner)] = s.owner
+	}
+	for _, tc := range []struct {
+		together bool
+		lag      int
+	}{{false, 0}, {true, 0}, {false, 1}} {
+		t.Run(fmt.Sprintf("together %v lag %d", tc.together, tc.lag), func(t *testing.T) {
+			slowest := 0
+			for _, owner := range settled {
+				for hot := range 6 {
+					s := newLoadSim(3, rates(5, 3, 2, 2, 1, 1), owner, 1)
+					s.together, s.lag = tc.together, tc.lag
+					s.rate[hot] *= 10
+					from := s.String()
+					left := make([]map[string]bool, 6)
+					for i := range left {
+						left[i] = map[string]bool{}
+					}
+					alone := -1
+					for r := 1; r <= 50; r++ {
+						before := slices.Clone(s.owner)
+						s.step(t)
+						for i, o := range s.owner {
+							if o != before[i] {
+								if left[i][o] {
+									t.Fatalf("from %s: shard %d went back to %s at %s", from, i, o, s)
+								}
+								left[i][before[i]] = true
+								if r > 10 {
+									t.Fatalf("from %s: shard %d moved at %s", from, i, s)
+								}
+							}
+						}
+						switch {
+						case alone < 0 && s.holdsAlone(hot):
+							alone = r
+						case alone >= 0 && !s.holdsAlone(hot):
+							t.Fatalf("from %s: the hot shard alone at round %d, not at %s", from, alone, s)
+						}
+					}
+					if alone < 0 || alone > 3 {
+						t.Fatalf("from %s: the hot shard alone at round %d, want within 3: %s", from, alone, s)
+					}
+					slowest = max(slowest, alone)
+				}
+			}
+			t.Logf("%d settled splits x 6 hot shards: the hot shard alone within %d rounds", len(settled), slowest)
+		})
+	}
+}
+
+// holdsAlone reports whether shard i's holder holds nothing else and no
+// other instance is busier.
+func (s *loadSim) holdsAlone(i int) bool {
+	for j, o := range s.owner {
+		if j != i && o == s.owner[i] {
+			return false
+		}
+	}
+	for _, l := range s.loads() {
+		if l > s.rate[i] {
+			return false
+		}
+	}
+	return true
 }
