@@ -24,52 +24,52 @@ const (
 // A lease weighs its published load; one not measured weighs the mean of
 // the measured ones. A lease asked for counts as its asker's already. An
 // instance holding a lease not measured yet (just taken or handed over)
-// neither asks nor is asked until it is: its load is a guess, and moves made
-// on a guess would be moved back once the figure comes.
+// neither asks nor is asked until it is: its load is a guess, and moves
+// made on a guess would be moved back once the figure comes.
+//
+// balanceLoad plans the cycle of every live instance and returns me's part.
+// Every instance plans alike from the same table, so instances whose cycles
+// coincide take and ask for different leases instead of racing for the
+// same ones:
 //
 //   - Free and expired leases go, heaviest first, each to the least loaded
-//     live instance (then the one holding fewest, then the smallest id);
-//     me takes those that fall to it. Every instance computes the same
-//     split from the same table, so they take different leases.
-//   - Then me asks the most loaded instance that has a lease worth moving
-//     for the lease whose move best evens the two, up to steals times. A
-//     lease of load l is worth moving from a giver of load g to me at load
-//     a when either
-//     by load: l > 0 and a+l <= g - loadMargin*mean (the busier side of
-//     the pair drops clearly), or
-//     by count: the giver holds at least two leases more and
-//     a+l <= g - l/2 (the counts even out and the busier side drops by at
-//     least half the lease; with about equal loads this is the count rule).
+//     live instance (then the one holding fewest, then the smallest id).
+//   - Then, in up to steals passes, each live instance, lightest first, asks
+//     the most loaded instance that has a lease worth moving to it for the
+//     lease whose move best evens the two. A lease of load l is worth
+//     moving from a giver of load g to an asker of load a when either
+//     by load: l > 0 and a+l <= g - loadMargin*mean (the busier side of the
+//     pair drops clearly), or
+//     by count: the giver holds at least two leases more and a+l <= g - l/2
+//     (the counts even out and the busier side drops by at least half the
+//     lease; with about equal loads this is the count rule).
 //
 // Why it settles rather than fights: judged on the table as it is, every
 // move by load lowers the sum of the squared instance loads, and every move
 // by count lowers it too (or keeps it, for a lease weighing nothing) and
 // lowers the sum of the squared counts. With steady rates there are
 // finitely many assignments, so the moves stop. A move never makes its
-// asker busier than its giver was, so it makes no new busiest instance, and
-// it is never asked back: that would need the giver, after it, to be above
-// the asker by more than the lease. Asks count as their askers' in every
-// view that shows them; instances deciding at once on the same view may
-// overshoot a giver, which the same rules then correct (the tests play
-// both).
+// asker busier than its giver was, so it makes no new busiest instance,
+// and it is never asked back: that would need the giver, after it, to be
+// above the asker by more than the lease.
 //
 // With no lease measured, or less than loadFloor measured in all, it is
-// balance (order is used only then: by load, every instance splits free
-// leases alike and needs no shuffle).
+// balance (order is used only then: by load, the plan needs no shuffle).
 func balanceLoad(me string, claims []claim, live map[string]bool, steals int, order func([]claim)) (take, ask []claim) {
 	weight, ok := leaseWeights(claims)
 	if !ok {
 		return balance(me, claims, live, steals, order)
 	}
 	b := newLoadBook(me, claims, live, weight)
-	take = b.takeFree()
-	for len(ask) < steals {
-		c, ok := b.bestAsk()
-		if !ok {
-			break
+	for _, c := range b.splitFree() {
+		if c.to == me {
+			take = append(take, c.claim)
 		}
-		b.move(c)
-		ask = append(ask, c)
+	}
+	for _, c := range b.planAsks(steals) {
+		if c.to == me {
+			ask = append(ask, c.claim)
+		}
 	}
 	return take, ask
 }
@@ -98,27 +98,35 @@ func leaseWeights(claims []claim) (func(claim) float64, bool) {
 	}, true
 }
 
-// loadBook is the table as one balanceLoad call counts it: each instance's
-// load and lease count (leases held, asked for, or falling to it), the
-// leases me may ask for by holder, and the free ones.
+// loadBook is the table as one balanceLoad call counts and plans it: each
+// instance's load and lease count (leases held, asked for, or falling to
+// it in the plan), the held leases that may still be asked for, by holder,
+// and the free ones.
 type loadBook struct {
-	me      string
 	weight  func(claim) float64
 	load    map[string]float64
 	count   map[string]int
 	askable map[string][]claim
 	unsure  map[string]bool // instances holding a lease not measured
 	free    []claim
-	takers  []string // live instances and me, sorted: who may take a free lease
+	takers  []string // the live instances, sorted: who takes and asks
 	margin  float64  // loadMargin of the mean instance load, in bytes/s
 }
 
+// planned is a lease falling to an instance in the plan.
+type planned struct {
+	claim
+	to string
+}
+
+// newLoadBook counts a table; me is among the live instances even when
+// live does not say so.
 func newLoadBook(me string, claims []claim, live map[string]bool, weight func(claim) float64) *loadBook {
-	b := &loadBook{me: me, weight: weight, load: map[string]float64{}, count: map[string]int{}, askable: map[string][]claim{}, unsure: map[string]bool{}}
+	b := &loadBook{weight: weight, load: map[string]float64{}, count: map[string]int{me: 0},
+		askable: map[string][]claim{}, unsure: map[string]bool{}}
 	for id := range live {
 		b.count[id] = 0
 	}
-	b.count[me] = 0
 	for id := range b.count {
 		b.takers = append(b.takers, id)
 	}
@@ -134,12 +142,12 @@ func newLoadBook(me string, claims []claim, live map[string]bool, weight func(cl
 		default:
 			b.add(c.owner, c)
 			b.unsure[c.owner] = b.unsure[c.owner] || !c.measured
-			if c.owner != me && c.asked == "" {
+			if c.asked == "" {
 				b.askable[c.owner] = append(b.askable[c.owner], c)
 			}
 		}
 	}
-	b.margin = loadMargin * total / float64(len(b.count))
+	b.margin = loadMargin * total / float64(max(len(b.count), 1))
 	return b
 }
 
@@ -148,9 +156,9 @@ func (b *loadBook) add(id string, c claim) {
 	b.count[id]++
 }
 
-// takeFree splits the free leases, heaviest first, each to the least
-// loaded instance that may take it, and returns those falling to me.
-func (b *loadBook) takeFree() (take []claim) {
+// splitFree gives the free leases, heaviest first, each to the least
+// loaded instance.
+func (b *loadBook) splitFree() (split []planned) {
 	slices.SortFunc(b.free, func(x, y claim) int {
 		if d := cmp.Compare(b.weight(y), b.weight(x)); d != 0 {
 			return d
@@ -160,11 +168,29 @@ func (b *loadBook) takeFree() (take []claim) {
 	for _, c := range b.free {
 		to := slices.MinFunc(b.takers, b.lighter)
 		b.add(to, c)
-		if to == b.me {
-			take = append(take, c)
+		split = append(split, planned{c, to})
+	}
+	return split
+}
+
+// planAsks plans up to steals passes in which each instance, lightest
+// first, asks for one lease.
+func (b *loadBook) planAsks(steals int) (asks []planned) {
+	for range steals {
+		askers := slices.Clone(b.takers)
+		slices.SortFunc(askers, b.lighter)
+		n := len(asks)
+		for _, id := range askers {
+			if c, ok := b.bestAsk(id); ok {
+				b.move(c, id)
+				asks = append(asks, planned{c, id})
+			}
+		}
+		if len(asks) == n {
+			break
 		}
 	}
-	return take
+	return asks
 }
 
 // lighter orders instances by load, then lease count, then id.
@@ -178,26 +204,27 @@ func (b *loadBook) lighter(x, y string) int {
 	return cmp.Compare(x, y)
 }
 
-// bestAsk returns the lease me asks for next: of the most loaded holder
-// with a lease worth moving, the one whose move leaves the two closest.
-func (b *loadBook) bestAsk() (claim, bool) {
-	if b.unsure[b.me] {
+// bestAsk returns the lease asker asks for next: of the most loaded holder
+// with a lease worth moving to it, the one whose move leaves the two
+// closest.
+func (b *loadBook) bestAsk(asker string) (claim, bool) {
+	if b.unsure[asker] {
 		return claim{}, false
 	}
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
-		if !b.unsure[id] {
+		if id != asker && !b.unsure[id] {
 			givers = append(givers, id)
 		}
 	}
 	slices.SortFunc(givers, func(x, y string) int { return b.lighter(y, x) })
-	a := b.load[b.me]
+	a := b.load[asker]
 	for _, g := range givers {
 		var best claim
 		gap := math.Inf(1)
 		for _, c := range b.askable[g] {
 			l := b.weight(c)
-			if !b.worthMoving(l, g) {
+			if !b.worthMoving(l, g, asker) {
 				continue
 			}
 			if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
@@ -212,22 +239,22 @@ func (b *loadBook) bestAsk() (claim, bool) {
 }
 
 // worthMoving reports whether a lease of load l is worth moving from giver
-// to me: by load or by count, as balanceLoad says.
-func (b *loadBook) worthMoving(l float64, giver string) bool {
-	a, g := b.load[b.me], b.load[giver]
+// to asker: by load or by count, as balanceLoad says.
+func (b *loadBook) worthMoving(l float64, giver, asker string) bool {
+	a, g := b.load[asker], b.load[giver]
 	if l > 0 && a+l <= g-b.margin {
 		return true
 	}
-	return b.count[giver] >= b.count[b.me]+2 && a+l <= g-l/2
+	return b.count[giver] >= b.count[asker]+2 && a+l <= g-l/2
 }
 
-// move counts a lease asked for as me's.
-func (b *loadBook) move(c claim) {
+// move counts a lease asked for as its asker's.
+func (b *loadBook) move(c claim, asker string) {
 	b.askable[c.owner] = slices.DeleteFunc(b.askable[c.owner], func(x claim) bool { return x.shard == c.shard })
 	if len(b.askable[c.owner]) == 0 {
 		delete(b.askable, c.owner)
 	}
 	b.load[c.owner] -= b.weight(c)
 	b.count[c.owner]--
-	b.add(b.me, c)
+	b.add(asker, c)
 }

@@ -2,6 +2,7 @@ package leasecoord
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -74,7 +75,9 @@ func (s *loadSim) step(t *testing.T) (moves int) {
 		if !s.together {
 			seen = s.claims()
 		}
-		take, ask := balanceLoad(me, seen, s.live, s.steals, noShuffle)
+		take, ask := balanceLoad(me, seen, s.live, s.steals, func(c []claim) {
+			s.rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+		})
 		if len(ask) > s.steals {
 			t.Fatalf("round %d: %s asked for %d leases, steals %d", s.round, me, len(ask), s.steals)
 		}
@@ -137,6 +140,9 @@ func (s *loadSim) peak() float64 {
 }
 
 func (s *loadSim) String() string {
+	if len(s.rate) > 20 {
+		return fmt.Sprintf("round %d: leases %v, loads %v", s.round, counts(s.owner), s.loads())
+	}
 	held := map[string][]float64{}
 	for i, o := range s.owner {
 		held[o] = append(held[o], s.rate[i]/kib)
@@ -179,7 +185,7 @@ func TestBalanceLoadSplitsByRate(t *testing.T) {
 		steals   int
 		together bool
 		lag      int
-	}{{1, false, 0}, {2, false, 0}, {1, true, 0}, {2, true, 0}, {1, false, 1}, {2, true, 1}} {
+	}{{1, false, 0}, {2, true, 0}, {1, false, 1}, {2, true, 1}} {
 		t.Run(fmt.Sprintf("steals %d together %v lag %d", tc.steals, tc.together, tc.lag), func(t *testing.T) {
 			worst, slowest := 0.0, 0
 			for _, start := range assignments(6, 3) {
@@ -279,4 +285,266 @@ func (s *loadSim) holdsAlone(i int) bool {
 		}
 	}
 	return true
+}
+
+// loadTable builds a lease table: held gives each live instance's leases
+// by rate in kib, free the free ones; a negative rate is a lease not
+// measured. Leases are named by holder and place: b0, b1, ...; f0, f1, ...
+func loadTable(held map[string][]float64, free ...float64) ([]claim, map[string]bool) {
+	var claims []claim
+	live := map[string]bool{}
+	lease := func(name, owner string, rate float64) claim {
+		c := claim{shard: name, owner: owner}
+		if rate >= 0 {
+			c.load, c.measured = rate*kib, true
+		}
+		return c
+	}
+	for id, rates := range held {
+		live[id] = true
+		for i, r := range rates {
+			claims = append(claims, lease(fmt.Sprint(id, i), id, r))
+		}
+	}
+	for i, r := range free {
+		claims = append(claims, lease(fmt.Sprint("f", i), "", r))
+	}
+	slices.SortFunc(claims, func(x, y claim) int { return cmpShard(x.shard, y.shard) })
+	return claims, live
+}
+
+func cmpShard(x, y string) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func shards(cl []claim) []string {
+	var s []string
+	for _, c := range cl {
+		s = append(s, c.shard)
+	}
+	return s
+}
+
+// TestBalanceLoadRule: the rule on small tables, one decision each.
+func TestBalanceLoadRule(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		held      map[string][]float64
+		free      []float64
+		me        string
+		steals    int
+		take, ask []string
+		markAsked string // a lease already asked for by me
+	}{
+		{name: "a move that lowers the busier side only marginally is not made (a 4, b 5.2: 5 against 5.2)",
+			held: map[string][]float64{"a": {4}, "b": {3, 1, 1.2}}, me: "a", steals: 1},
+		{name: "a move that lowers it clearly is (a 4, b 6: the 1 leaves 5 and 5)",
+			held: map[string][]float64{"a": {4}, "b": {3, 1, 2}}, me: "a", steals: 1, ask: []string{"b1"}},
+		{name: "the most loaded giver first, the lease that best evens the pair",
+			held: map[string][]float64{"a": {1}, "b": {3, 3}, "c": {4, 4}}, me: "a", steals: 1, ask: []string{"c0"}},
+		{name: "never a move that makes the asker the new busiest",
+			held: map[string][]float64{"a": {1}, "b": {6}}, me: "a", steals: 2},
+		{name: "a hot shard's holder gives its other leases, not the hot one",
+			held: map[string][]float64{"a": {2, 2}, "b": {10, 3}}, me: "a", steals: 2, ask: []string{"b1"}},
+		{name: "one lease per ask, each judged after the one before (a 0, b ten 1s: five, to 5 and 5)",
+			held: map[string][]float64{"a": {}, "b": {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}, me: "a", steals: 10, ask: []string{"b0", "b1", "b2", "b3", "b4"}},
+		{name: "steals bounds the asks",
+			held: map[string][]float64{"a": {}, "b": {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}, me: "a", steals: 2, ask: []string{"b0", "b1"}},
+		{name: "steals 0 never asks",
+			held: map[string][]float64{"a": {}, "b": {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}, me: "a", steals: 0},
+		{name: "a lease asked for counts as its asker's (a 1+4, b 4: nothing more)",
+			held: map[string][]float64{"a": {1}, "b": {4, 4}}, me: "a", steals: 2, markAsked: "b0"},
+		{name: "equal loads even the counts (a 2, b 4)",
+			held: map[string][]float64{"a": {1, 1}, "b": {1, 1, 1, 1}}, me: "a", steals: 2, ask: []string{"b0"}},
+		{name: "equal loads within one stay (a 2, b 3)",
+			held: map[string][]float64{"a": {1, 1}, "b": {1, 1, 1}}, me: "a", steals: 2},
+		{name: "an instance holding a lease not measured yet does not ask",
+			held: map[string][]float64{"a": {-1}, "b": {3, 3, 3}}, me: "a", steals: 2},
+		{name: "nor is it asked",
+			held: map[string][]float64{"a": {1}, "b": {3, 3, -1}, "c": {2}}, me: "a", steals: 2},
+		{name: "a free lease goes to the least loaded instance",
+			held: map[string][]float64{"a": {5}, "b": {1}, "c": {}}, free: []float64{3}, me: "c", steals: 1, take: []string{"f0"}},
+		{name: "not to another",
+			held: map[string][]float64{"a": {5}, "b": {1}, "c": {}}, free: []float64{3}, me: "b", steals: 1},
+		{name: "free leases heaviest first, one not measured weighing the mean (3): b 4 takes it, c 5 the 1",
+			held: map[string][]float64{"a": {6}, "b": {2, 2}, "c": {5}}, free: []float64{1, -1}, me: "b", steals: 0, take: []string{"f1"}},
+		{name: "and c the 1",
+			held: map[string][]float64{"a": {6}, "b": {2, 2}, "c": {5}}, free: []float64{1, -1}, me: "c", steals: 0, take: []string{"f0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claims, live := loadTable(tc.held, tc.free...)
+			for i := range claims {
+				if claims[i].shard == tc.markAsked {
+					claims[i].asked = tc.me
+				}
+			}
+			take, ask := balanceLoad(tc.me, claims, live, tc.steals, noShuffle)
+			if !slices.Equal(shards(take), tc.take) || !slices.Equal(shards(ask), tc.ask) {
+				t.Fatalf("took %v, asked %v; want %v and %v", shards(take), shards(ask), tc.take, tc.ask)
+			}
+		})
+	}
+}
+
+// TestBalanceLoadFallsBackToCount: with no lease measured, every lease
+// measured idle, or less than loadFloor in all, balanceLoad decides as
+// balance does, on random tables.
+func TestBalanceLoadFallsBackToCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		name string
+		load func() (float64, bool)
+	}{
+		{"unmeasured", func() (float64, bool) { return 0, false }},
+		{"idle", func() (float64, bool) { return 0, true }},
+		{"below the floor", func() (float64, bool) { return float64(rng.IntN(20)), rng.IntN(2) == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 200 {
+				ids := []string{"a", "b", "c", "d"}[:2+rng.IntN(3)]
+				live := map[string]bool{}
+				for _, id := range ids {
+					live[id] = true
+				}
+				var claims []claim
+				for i := range 1 + rng.IntN(30) {
+					c := claim{shard: fmt.Sprint(i)}
+					if n := rng.IntN(len(ids) + 1); n < len(ids) {
+						c.owner, c.expired = ids[n], rng.IntN(8) == 0
+						if rng.IntN(6) == 0 {
+							c.asked = ids[rng.IntN(len(ids))]
+						}
+					}
+					c.load, c.measured = tc.load()
+					claims = append(claims, c)
+				}
+				me, steals := ids[rng.IntN(len(ids))], rng.IntN(4)
+				take, ask := balanceLoad(me, claims, live, steals, noShuffle)
+				wantTake, wantAsk := balance(me, claims, live, steals, noShuffle)
+				if !slices.Equal(take, wantTake) || !slices.Equal(ask, wantAsk) {
+					t.Fatalf("%s on %v: took %v, asked %v; balance takes %v, asks %v", me, claims, take, ask, wantTake, wantAsk)
+				}
+			}
+		})
+	}
+}
+
+// TestBalanceLoadEqualLoads plays the cases of TestBalanceConverges with
+// every shard at the same rate: instances joining one after another end
+// within one lease of each other, as by count, and then nothing moves.
+func TestBalanceLoadEqualLoads(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ shards, instances, steals int }{{16, 3, 4}, {16, 3, 1}, {1024, 16, 4}, {7, 4, 2}} {
+		t.Run(fmt.Sprintf("%d shards %d instances steal_limit %d", tc.shards, tc.instances, tc.steals), func(t *testing.T) {
+			rate := make([]float64, tc.shards)
+			for i := range rate {
+				rate[i] = kib
+			}
+			s := newLoadSim(0, rate, nil, tc.steals)
+			s.lag = 1
+			for r := 0; r < 300; r++ {
+				if len(s.ids) < tc.instances && r%3 == 0 {
+					id := fmt.Sprintf("i%02d", len(s.ids))
+					s.ids = append(s.ids, id)
+					s.live[id] = true
+				}
+				s.step(t)
+				if len(s.ids) == tc.instances && balanced(s.owner, s.ids) {
+					break
+				}
+			}
+			if !balanced(s.owner, s.ids) {
+				t.Fatalf("not balanced after %d rounds: %v", s.round, counts(s.owner))
+			}
+			at := s.round
+			for range 30 {
+				if n := s.step(t); n > 0 {
+					t.Fatalf("balanced at round %d, then %d moves at round %d: %v", at, n, s.round, counts(s.owner))
+				}
+			}
+			t.Logf("balanced after %d rounds: %v", at, counts(s.owner))
+		})
+	}
+}
+
+// TestBalanceLoadStartTogether: instances starting together on free
+// leases spread them by load: at once when the leases still show their
+// last holders' loads, after a first split by count when they show none.
+func TestBalanceLoadStartTogether(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		known    bool
+		together bool
+		within   int
+	}{{true, false, 1}, {true, true, 1}, {false, false, 10}, {false, true, 10}} {
+		t.Run(fmt.Sprintf("loads known %v together %v", tc.known, tc.together), func(t *testing.T) {
+			s := newLoadSim(3, rates(5, 3, 2, 2, 1, 1), nil, 1)
+			s.freeKnown, s.together = tc.known, tc.together
+			if !tc.known {
+				s.lag = 1
+			}
+			rounds := s.settle(t, tc.within)
+			if p := s.peak(); p > 1.25 {
+				t.Fatalf("settled at %s, busiest %.2f x the mean, want <= 1.25", s, p)
+			}
+			for range 50 {
+				if n := s.step(t); n > 0 {
+					t.Fatalf("settled, then %d moves at %s", n, s)
+				}
+			}
+			t.Logf("settled within %d rounds at %s, busiest %.2f x the mean", rounds, s, s.peak())
+		})
+	}
+}
+
+// TestBalanceLoadManyShards: 1,024 shards of skewed rates (a few hot ones
+// among many small) over 16 instances starting together, each load
+// published a round after its lease changes hands: every lease held, the
+// busiest instance within 10% of the mean (or holding a single shard
+// hotter than that), and then nothing moves.
+func TestBalanceLoadManyShards(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	rate := make([]float64, 1024)
+	for i := range rate {
+		rate[i] = math.Exp(rng.NormFloat64()) * kib / 10
+	}
+	for i := range 8 {
+		rate[i*100] = float64(20+5*i) * kib
+	}
+	for _, together := range []bool{false, true} {
+		t.Run(fmt.Sprintf("together %v", together), func(t *testing.T) {
+			s := newLoadSim(16, rate, nil, 4)
+			s.lag, s.together = 1, together
+			rounds := s.settle(t, 60)
+			var moves int
+			for range 30 {
+				moves += s.step(t)
+			}
+			if moves > 0 {
+				t.Fatalf("settled at round %d, then %d moves", rounds, moves)
+			}
+			var total float64
+			for _, l := range s.loads() {
+				total += l
+			}
+			mean, held := total/16, counts(s.owner)
+			var above []float64
+			for id, l := range s.loads() {
+				if l > 1.1*mean {
+					if held[id] > 1 {
+						t.Fatalf("settled at round %d: %s at %.2f x the mean holds %d leases: %s", rounds, id, l/mean, held[id], s)
+					}
+					above = append(above, l/mean)
+				}
+			}
+			t.Logf("settled within %d rounds: above 1.1 x the mean only single hot shards %.2f; leases %v", rounds, above, held)
+		})
+	}
 }
