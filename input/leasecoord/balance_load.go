@@ -40,9 +40,10 @@ const (
 //     moving from a giver of load g to an asker of load a when either
 //     by load: l > 0 and a+l <= g - loadMargin*mean (the busier side of the
 //     pair drops clearly), or
-//     by count: the giver holds at least two leases more and a+l <= g - l/2
-//     (the counts even out and the busier side drops by at least half the
-//     lease; with about equal loads this is the count rule).
+//     by count: the giver holds at least two leases more and
+//     a+l <= g - m/2, m the mean lease weight (the counts even out and the
+//     busier side drops by at least half an average lease, more than
+//     noise; with about equal loads this is the count rule).
 //
 // Why it settles rather than fights: judged on the table as it is, every
 // move by load lowers the sum of the squared instance loads, and every move
@@ -50,8 +51,10 @@ const (
 // lowers the sum of the squared counts. With steady rates there are
 // finitely many assignments, so the moves stop. A move never makes its
 // asker busier than its giver was, so it makes no new busiest instance,
-// and it is never asked back: that would need the giver, after it, to be
-// above the asker by more than the lease.
+// and while rates stay its lease is not asked back: that would need the
+// asker, after the move, to be clearly busier than the giver was before
+// it, which the move ruled out. Rates that wander by less than the margins
+// move a lease only where a split sat at a margin, and not back.
 //
 // With no lease measured, or less than loadFloor measured in all, it is
 // balance (order is used only then: by load, the plan needs no shuffle).
@@ -111,6 +114,7 @@ type loadBook struct {
 	free    []claim
 	takers  []string // the live instances, sorted: who takes and asks
 	margin  float64  // loadMargin of the mean instance load, in bytes/s
+	lease   float64  // the mean lease weight, in bytes/s
 }
 
 // planned is a lease falling to an instance in the plan.
@@ -147,7 +151,8 @@ func newLoadBook(me string, claims []claim, live map[string]bool, weight func(cl
 			}
 		}
 	}
-	b.margin = loadMargin * total / float64(max(len(b.count), 1))
+	b.margin = loadMargin * total / float64(len(b.count))
+	b.lease = total / float64(len(claims))
 	return b
 }
 
@@ -245,7 +250,7 @@ func (b *loadBook) worthMoving(l float64, giver, asker string) bool {
 	if l > 0 && a+l <= g-b.margin {
 		return true
 	}
-	return b.count[giver] >= b.count[asker]+2 && a+l <= g-l/2
+	return b.count[giver] >= b.count[asker]+2 && a+l <= g-b.lease/2
 }
 
 // move counts a lease asked for as its asker's.
