@@ -1,6 +1,7 @@
 package leasecoord
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -8,9 +9,9 @@ import (
 	"testing"
 )
 
-// kib is the unit of the rates in these tests: 100 KiB/s, far above
+// unit is the unit of the rates in these tests, 100 KiB/s: far above
 // loadFloor.
-const kib = 100 * 1024
+const unit = 100 * 1024
 
 // loadSim plays lease cycles of instances balancing by load on one lease
 // table. In a round every instance, in a shuffled order, runs balanceLoad:
@@ -131,8 +132,7 @@ func (s *loadSim) loads() map[string]float64 {
 // peak returns the busiest instance's load over the mean.
 func (s *loadSim) peak() float64 {
 	var sum, most float64
-	for _, id := range s.ids {
-		l := s.loads()[id]
+	for _, l := range s.loads() {
 		sum += l
 		most = max(most, l)
 	}
@@ -145,16 +145,16 @@ func (s *loadSim) String() string {
 	}
 	held := map[string][]float64{}
 	for i, o := range s.owner {
-		held[o] = append(held[o], s.rate[i]/kib)
+		held[o] = append(held[o], s.rate[i]/unit)
 	}
 	return fmt.Sprintf("round %d: %v", s.round, held)
 }
 
-// rates returns shard rates in kib units.
+// rates returns shard rates in units.
 func rates(units ...float64) []float64 {
 	var r []float64
 	for _, u := range units {
-		r = append(r, u*kib)
+		r = append(r, u*unit)
 	}
 	return r
 }
@@ -288,7 +288,7 @@ func (s *loadSim) holdsAlone(i int) bool {
 }
 
 // loadTable builds a lease table: held gives each live instance's leases
-// by rate in kib, free the free ones; a negative rate is a lease not
+// by rate in units, free the free ones; a negative rate is a lease not
 // measured. Leases are named by holder and place: b0, b1, ...; f0, f1, ...
 func loadTable(held map[string][]float64, free ...float64) ([]claim, map[string]bool) {
 	var claims []claim
@@ -296,7 +296,7 @@ func loadTable(held map[string][]float64, free ...float64) ([]claim, map[string]
 	lease := func(name, owner string, rate float64) claim {
 		c := claim{shard: name, owner: owner}
 		if rate >= 0 {
-			c.load, c.measured = rate*kib, true
+			c.load, c.measured = rate*unit, true
 		}
 		return c
 	}
@@ -309,18 +309,8 @@ func loadTable(held map[string][]float64, free ...float64) ([]claim, map[string]
 	for i, r := range free {
 		claims = append(claims, lease(fmt.Sprint("f", i), "", r))
 	}
-	slices.SortFunc(claims, func(x, y claim) int { return cmpShard(x.shard, y.shard) })
+	slices.SortFunc(claims, func(x, y claim) int { return cmp.Compare(x.shard, y.shard) })
 	return claims, live
-}
-
-func cmpShard(x, y string) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 func shards(cl []claim) []string {
@@ -444,7 +434,7 @@ func TestBalanceLoadEqualLoads(t *testing.T) {
 		t.Run(fmt.Sprintf("%d shards %d instances steal_limit %d", tc.shards, tc.instances, tc.steals), func(t *testing.T) {
 			rate := make([]float64, tc.shards)
 			for i := range rate {
-				rate[i] = kib
+				rate[i] = unit
 			}
 			s := newLoadSim(0, rate, nil, tc.steals)
 			s.lag = 1
@@ -513,10 +503,10 @@ func TestBalanceLoadManyShards(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	rate := make([]float64, 1024)
 	for i := range rate {
-		rate[i] = math.Exp(rng.NormFloat64()) * kib / 10
+		rate[i] = math.Exp(rng.NormFloat64()) * unit / 10
 	}
 	for i := range 8 {
-		rate[i*100] = float64(20+5*i) * kib
+		rate[i*100] = float64(20+5*i) * unit
 	}
 	for _, together := range []bool{false, true} {
 		t.Run(fmt.Sprintf("together %v", together), func(t *testing.T) {
@@ -557,7 +547,7 @@ func TestBalanceLoadNoise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	skewed := make([]float64, 64)
 	for i := range skewed {
-		skewed[i] = math.Exp(rng.NormFloat64()) * kib
+		skewed[i] = math.Exp(rng.NormFloat64()) * unit
 	}
 	for _, tc := range []struct {
 		name      string
