@@ -12,6 +12,7 @@ type Metrics struct {
 	LeasesStolen     *service.MetricCounter // leases asked of a live holder and received
 	LeasesLost       *service.MetricCounter // held leases found taken by another instance
 	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
+	InstanceLoad     *service.MetricGauge   // bytes a second this instance reads of a stream, as its lease meters measure
 	RenewalFailures  *service.MetricCounter // lease writes that failed (not lost)
 	SinceRenewal     *service.MetricGauge   // ms since the oldest held lease was last renewed
 
@@ -30,6 +31,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		LeasesStolen:     m.NewCounter("kinesis_leases_stolen", "stream"),
 		LeasesLost:       m.NewCounter("kinesis_leases_lost", "stream"),
 		LeasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
+		InstanceLoad:     m.NewGauge("kinesis_instance_bytes_per_second", "stream"),
 		RenewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
 		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
 

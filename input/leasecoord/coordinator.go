@@ -60,7 +60,7 @@ func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.
 func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *leaseCoordinator {
 	return &leaseCoordinator{
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
-		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, pos: pos,
+		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, byLoad: c.conf.ByLoad, pos: pos,
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
 	}
@@ -103,6 +103,8 @@ type leaseCoordinator struct {
 	nonce  string
 	period time.Duration
 	steals int
+	// byLoad balances by the shards' measured loads (balanceLoad).
+	byLoad bool
 	pos    *coord.Positions
 	book   *leaseBook
 	view   *leaseView

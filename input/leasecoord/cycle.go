@@ -57,6 +57,12 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.reportBroken(sc, now)
 
 	var claims []claim
+	mine := c.book.loads(now) // the loads of this instance's leases, as measured now
+	var myLoad float64
+	for _, l := range mine {
+		myLoad += l
+	}
+	c.st.Metrics.InstanceLoad.Set(int64(myLoad), c.st.Name)
 	items := map[string]lease.Shard{}
 	var adopt []lease.Shard
 	var askedOf []lease.Shard
@@ -83,7 +89,13 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		if asked == "" && it.Owner != c.me && c.view.askedRecently(it.ShardID, now) {
 			asked = c.me // asked, and the scan does not show it yet
 		}
-		claims = append(claims, claim{shard: it.ShardID, owner: it.Owner, expired: c.view.expired(it, now), asked: asked})
+		cl := claim{shard: it.ShardID, owner: it.Owner, expired: c.view.expired(it, now), asked: asked}
+		if it.Owner == c.me {
+			cl.load, cl.measured = mine[it.ShardID]
+		} else if it.Owner != "" {
+			cl.load, cl.measured = c.view.load(it.ShardID, it.Owner)
+		}
+		claims = append(claims, cl)
 		switch {
 		case it.Owner == c.me && !held:
 			adopt = append(adopt, it) // handed over to this instance
@@ -95,7 +107,11 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		c.handOver(ctx, askedOf)
 	}
 
-	take, ask := balance(c.me, claims, c.view.live(now), c.steals, func(cl []claim) {
+	decide := balance
+	if c.byLoad {
+		decide = balanceLoad
+	}
+	take, ask := decide(c.me, claims, c.view.live(now), c.steals, func(cl []claim) {
 		rand.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
 	})
 	for _, it := range adopt {

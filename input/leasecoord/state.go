@@ -402,13 +402,15 @@ func (b *leaseBook) scanned(it lease.Shard, me string) (lost bool) {
 
 // holds reports whether the book has a lease of the shard (in any state).
 // loads returns the measured read rate, in bytes a second, of every lease
-// held at now, by shard.
+// held at now whose meter ran long enough to measure, by shard.
 func (b *leaseBook) loads(now time.Time) map[string]float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make(map[string]float64, len(b.held))
 	for id, h := range b.held {
-		out[id] = h.meter.Rate(now)
+		if r, warm := h.meter.Rate(now); warm {
+			out[id] = r
+		}
 	}
 	return out
 }

@@ -14,30 +14,47 @@ import (
 // is seen within a minute.
 const Window = 30 * time.Second
 
-// Meter is an exponentially decaying sum of what was added, divided by
-// Window: for a steady rate r it converges to r, and it decays to zero
-// while nothing is added. Safe for concurrent use.
+// Warm is how long a meter runs before its rate is taken as a measure:
+// over a shorter time one read weighs too much.
+const Warm = 5 * time.Second
+
+// Meter is an exponentially decaying sum of what was added: for a steady
+// rate r, the sum divided by Window converges to r, and it decays to zero
+// while nothing is added. A young meter's sum is divided by the part of
+// the Window it has run (the sum of a steady rate r over age a is
+// r·Window·(1-e^(-a/Window))), so that its rate is right from the start, not
+// a ramp that would make a shard just taken over look light. Safe for
+// concurrent use.
 type Meter struct {
-	mu   sync.Mutex
-	sum  float64 // decayed to last
-	last time.Time
+	mu    sync.Mutex
+	sum   float64 // decayed to last
+	last  time.Time
+	start time.Time // of the first Add
 }
 
 // Add records n units at t.
 func (m *Meter) Add(n int, t time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.start.IsZero() {
+		m.start = t
+	}
 	m.sum = m.decayed(t) + float64(n)
 	if t.After(m.last) {
 		m.last = t
 	}
 }
 
-// Rate returns the units a second at t.
-func (m *Meter) Rate(t time.Time) float64 {
+// Rate returns the units a second at t, and whether the meter ran Warm.
+func (m *Meter) Rate(t time.Time) (rate float64, warm bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.decayed(t) / Window.Seconds()
+	if m.start.IsZero() {
+		return 0, false
+	}
+	age := max(t.Sub(m.start), time.Second)
+	ramp := 1 - math.Exp(-age.Seconds()/Window.Seconds())
+	return m.decayed(t) / (Window.Seconds() * ramp), age >= Warm
 }
 
 func (m *Meter) decayed(t time.Time) float64 {

@@ -7,8 +7,9 @@ import (
 )
 
 // TestMeterFollowsASteadyRateAndDecays: a steady 1,000 units a second
-// read in 5 reads a second converges to 1,000; a rate ten times higher
-// shows within a few windows; idle, it decays towards zero.
+// read in 5 reads a second reads about 1,000 from the first seconds (not
+// warm yet) and converges to it; a rate ten times higher shows within a few
+// windows; idle, it decays towards zero.
 func TestMeterFollowsASteadyRateAndDecays(t *testing.T) {
 	var m Meter
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -18,20 +19,25 @@ func TestMeterFollowsASteadyRateAndDecays(t *testing.T) {
 			m.Add(perSecond/5, at)
 		}
 	}
+	rate := func() float64 { r, _ := m.Rate(at); return r }
+	feed(1000, 2*time.Second)
+	if r, warm := m.Rate(at); math.Abs(r-1000) > 150 || warm {
+		t.Fatalf("2 s at 1000/s reads %.1f warm %v, want about 1000, not warm yet", r, warm)
+	}
 	feed(1000, 5*Window)
-	if r := m.Rate(at); math.Abs(r-1000) > 30 {
-		t.Fatalf("steady 1000/s reads %.1f", r)
+	if r, warm := m.Rate(at); math.Abs(r-1000) > 30 || !warm {
+		t.Fatalf("steady 1000/s reads %.1f warm %v", r, warm)
 	}
 	feed(10000, 3*Window)
-	if r := m.Rate(at); r < 9000 || r > 10100 {
+	if r := rate(); r < 9000 || r > 10100 {
 		t.Fatalf("after three windows at 10000/s: %.1f", r)
 	}
 	at = at.Add(5 * Window)
-	if r := m.Rate(at); r > 100 {
+	if r := rate(); r > 100 {
 		t.Fatalf("after five idle windows: %.1f, want near zero", r)
 	}
 	var idle Meter
-	if r := idle.Rate(at); r != 0 {
-		t.Fatalf("a meter never added to reads %.1f", r)
+	if r, warm := idle.Rate(at); r != 0 || warm {
+		t.Fatalf("a meter never added to reads %.1f, warm %v", r, warm)
 	}
 }
