@@ -267,7 +267,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Default(4).
 						Advanced(),
 					service.NewStringEnumField(fDynamoBalance, balanceThroughput, balanceCount).
-						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder over about 30 s and published with its heartbeat, so that the holder of a hot shard holds fewer others; a lease moves only when that clearly evens the load. Idle streams, equal loads and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
+						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder (smoothed over a lease period) and published with its heartbeat, so that the holder of a hot shard holds fewer others; a lease moves only when that clearly evens the load. Idle streams, equal loads and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
 						Default(balanceThroughput).
 						Advanced(),
 				).

@@ -115,7 +115,11 @@ func (b *leaseBook) took(it lease.Shard, sent time.Time) {
 	if old, ok := b.held[it.ShardID]; ok {
 		b.end(old, leaseLost, errLeaseLost)
 	}
-	b.held[it.ShardID] = &heldLease{shard: it.ShardID, counter: it.Counter, renewed: sent, cp: it.Checkpoint, written: it.Checkpoint}
+	h := &heldLease{shard: it.ShardID, counter: it.Counter, renewed: sent, cp: it.Checkpoint, written: it.Checkpoint}
+	// A lease period smooths a shard's load: a shard turned hot weighs
+	// most of its new rate a lease period later, within three cycles.
+	h.meter.Window = b.period
+	b.held[it.ShardID] = h
 }
 
 // grant gives a reader the right to read a shard: only a held lease,

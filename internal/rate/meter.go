@@ -8,11 +8,10 @@ import (
 	"time"
 )
 
-// Window is the meter's time constant: a step in the rate shows two thirds
-// of the way after Window, and fully after a few. Long enough that a burst
-// of one read does not move a lease, short enough that a shard turned hot
-// is seen within a minute.
-const Window = 30 * time.Second
+// DefaultWindow is a meter's time constant when its Window is zero: a step
+// in the rate shows two thirds of the way after a window, and fully after a
+// few.
+const DefaultWindow = 30 * time.Second
 
 // Warm is how long a meter runs before its rate is taken as a measure:
 // over a shorter time one read weighs too much.
@@ -26,6 +25,10 @@ const Warm = 5 * time.Second
 // a ramp that would make a shard just taken over look light. Safe for
 // concurrent use.
 type Meter struct {
+	// Window is the time constant (DefaultWindow when zero). Set before
+	// the first Add.
+	Window time.Duration
+
 	mu    sync.Mutex
 	sum   float64 // decayed to last
 	last  time.Time
@@ -53,13 +56,21 @@ func (m *Meter) Rate(t time.Time) (rate float64, warm bool) {
 		return 0, false
 	}
 	age := max(t.Sub(m.start), time.Second)
-	ramp := 1 - math.Exp(-age.Seconds()/Window.Seconds())
-	return m.decayed(t) / (Window.Seconds() * ramp), age >= Warm
+	w := m.window().Seconds()
+	ramp := 1 - math.Exp(-age.Seconds()/w)
+	return m.decayed(t) / (w * ramp), age >= Warm
 }
 
 func (m *Meter) decayed(t time.Time) float64 {
 	if m.last.IsZero() || !t.After(m.last) {
 		return m.sum
 	}
-	return m.sum * math.Exp(-t.Sub(m.last).Seconds()/Window.Seconds())
+	return m.sum * math.Exp(-t.Sub(m.last).Seconds()/m.window().Seconds())
+}
+
+func (m *Meter) window() time.Duration {
+	if m.Window > 0 {
+		return m.Window
+	}
+	return DefaultWindow
 }

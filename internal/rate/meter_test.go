@@ -24,15 +24,15 @@ func TestMeterFollowsASteadyRateAndDecays(t *testing.T) {
 	if r, warm := m.Rate(at); math.Abs(r-1000) > 150 || warm {
 		t.Fatalf("2 s at 1000/s reads %.1f warm %v, want about 1000, not warm yet", r, warm)
 	}
-	feed(1000, 5*Window)
+	feed(1000, 5*DefaultWindow)
 	if r, warm := m.Rate(at); math.Abs(r-1000) > 30 || !warm {
 		t.Fatalf("steady 1000/s reads %.1f warm %v", r, warm)
 	}
-	feed(10000, 3*Window)
+	feed(10000, 3*DefaultWindow)
 	if r := rate(); r < 9000 || r > 10100 {
 		t.Fatalf("after three windows at 10000/s: %.1f", r)
 	}
-	at = at.Add(5 * Window)
+	at = at.Add(5 * DefaultWindow)
 	if r := rate(); r > 100 {
 		t.Fatalf("after five idle windows: %.1f, want near zero", r)
 	}
