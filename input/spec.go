@@ -140,6 +140,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_broken_checkpoints: gauge per stream, shards not read because what is stored for them cannot be read (a malformed checkpoint file entry or lease item, an end stored for a shard listed open)
 - kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
 - kinesis_owned_shards: gauge per stream, the shards being read
+- kinesis_instance_bytes_per_second: gauge per stream, with a lease table: the bytes a second this instance reads of the stream, as its leases' meters measure (what balancing by throughput weighs)
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
 - kinesis_hash_key_out_of_range: user records of aggregates whose hash key lies outside their shard's range, per stream and shard
