@@ -61,6 +61,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"lease table endpoint of another scheme", base + "checkpoint: {dynamodb: {table: leases, endpoint: 'ftp://x'}}", []string{"field checkpoint.dynamodb.endpoint", `"ftp://x"`, "expected an http or https URL"}},
 		{"lease table name with a space", base + "checkpoint: {dynamodb: {table: 'bad name!'}}", []string{"field checkpoint.dynamodb.table", `"bad name!"`, "3 to 255"}},
 		{"negative steal limit", base + "checkpoint: {dynamodb: {table: leases, steal_limit: -1}}", []string{"field checkpoint.dynamodb.steal_limit", `"-1"`}},
+		{"unknown balance", base + "checkpoint: {dynamodb: {table: leases, balance: random}}", []string{"field checkpoint.dynamodb.balance", `"random"`, "throughput or count"}},
 		{"aws_kinesis fields", base + "checkpoint_limit: 10\nstart_from_oldest: true", []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field start_from_oldest", "start_from: trim_horizon"}},
 		{"KCL names", base + "application_name: app", []string{"field application_name", "efo.consumer_name"}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
@@ -108,7 +109,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, ok := in.conf.Coordination.(*leaseConfig)
-	if !ok || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 4 || l.InstanceID == "" {
+	if !ok || l.Table != "leases" || l.Create || l.LeasePeriod != 10*time.Second || l.StealLimit != 4 || l.Balance != balanceThroughput || l.InstanceID == "" {
 		t.Errorf("lease table defaults: %+v", l)
 	}
 	again, err := newTestInput(t, "streams: [orders]\nefo: {consumer_name: app}\ncheckpoint: {dynamodb: {table: leases}}")
