@@ -31,60 +31,13 @@ func TestLeasesBalanceByLoad(t *testing.T) {
 }
 
 func testLeasesBalanceByLoad(t *testing.T, mode string) {
-	const (
-		run  = 60 * time.Second
-		tick = 100 * time.Millisecond
-		size = 512
-	)
+	const run = 60 * time.Second
 	rates := []int{10, 6, 4, 4, 2, 2} // records a tick, per shard
 	srv := newFake(t, kinesisfake.Stream("orders", len(rates)))
 	d := emulator.Dynalite(t)
 	const table = "leases"
-	outs := make([]*inputtest.Collector, 3)
-	pipes := make([]*inputtest.Pipeline, 3)
-	for i := range pipes {
-		outs[i] = &inputtest.Collector{}
-		yaml := fakeYAML(srv, "orders", fmt.Sprintf(`
-  commit_period: 100ms
-  dynamodb: { table: %s, create: true, endpoint: %s, lease_period: 2s, instance_id: i%d, balance: %s }`, table, d.Endpoint, i, mode),
-			"reader: polling\npolling: { interval: 200ms }")
-		pipes[i] = inputtest.StartPipeline(t, yaml, outs[i])
-	}
-
-	// The producer: rates[i] records of size bytes per tick to shard i.
-	want := inputtest.Produced{}
-	var wantMu sync.Mutex
-	ctx, cancel := context.WithTimeout(t.Context(), run)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tk := time.NewTicker(tick)
-		defer tk.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-			}
-			for s, r := range rates {
-				id := fmt.Sprintf("shardId-%012d", s)
-				err := srv.PutToShard("orders", id, r, func(j int) []byte {
-					data := fmt.Sprintf("s%d-%06d-%02d-", s, n, j)
-					data += strings.Repeat("x", size-len(data))
-					wantMu.Lock()
-					want[data] = "pk"
-					wantMu.Unlock()
-					return []byte(data)
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}
-	}()
+	outs, pipes := loadInstances(t, srv, d, table, "lease_period: 2s, balance: "+mode)
+	prod := produceAtRates(t, srv, len(rates), func(s int) int { return rates[s] })
 
 	// Owners every 250 ms; moves in the second half.
 	start := time.Now()
@@ -114,7 +67,6 @@ func testLeasesBalanceByLoad(t *testing.T, mode string) {
 		rate[i] = float64(o.Count()-counts[i]) / (run / 2).Seconds()
 		total += rate[i]
 	}
-	wg.Wait()
 	held := spread(last)
 	t.Logf("%s: records/s over the last 30 s by instance %.0f, holdings %v, moves in the last 30 s %v", mode, rate, held, moves)
 
@@ -135,24 +87,7 @@ func testLeasesBalanceByLoad(t *testing.T, mode string) {
 			}
 		}
 	}
-
-	wantMu.Lock()
-	n := len(want)
-	wantMu.Unlock()
-	waitUntil(t, 30*time.Second, func() bool {
-		got := 0
-		for _, o := range outs {
-			got += o.Count()
-		}
-		return got >= n
-	})
-	var all []inputtest.Got
-	for i, p := range pipes {
-		p.Stop(t)
-		all = append(all, outs[i].All()...)
-		inputtest.CheckOrderKeysPerShard(t, outs[i].All()) // one key, "pk", on every shard
-	}
-	inputtest.CheckDelivery(t, all, want, true)
+	drainAndCheck(t, prod, outs, pipes)
 }
 
 // TestLeasesRebalanceAHotShard: six shards at one rate over three
@@ -161,61 +96,19 @@ func testLeasesBalanceByLoad(t *testing.T, mode string) {
 // back afterwards.
 func TestLeasesRebalanceAHotShard(t *testing.T) {
 	t.Parallel()
-	const (
-		tick   = 100 * time.Millisecond
-		size   = 512
-		period = 2 * time.Second
-	)
+	const period = 2 * time.Second
 	srv := newFake(t, kinesisfake.Stream("orders", 6))
 	d := emulator.Dynalite(t)
 	const table = "leases"
-	outs := make([]*inputtest.Collector, 3)
-	pipes := make([]*inputtest.Pipeline, 3)
-	for i := range pipes {
-		outs[i] = &inputtest.Collector{}
-		yaml := fakeYAML(srv, "orders", fmt.Sprintf(`
-  commit_period: 100ms
-  dynamodb: { table: %s, create: true, endpoint: %s, lease_period: %v, instance_id: i%d }`, table, d.Endpoint, period, i),
-			"reader: polling\npolling: { interval: 200ms }")
-		pipes[i] = inputtest.StartPipeline(t, yaml, outs[i])
-	}
+	outs, pipes := loadInstances(t, srv, d, table, fmt.Sprintf("lease_period: %v", period))
 	var hot atomic.Int32
 	hot.Store(-1)
-	want := inputtest.Produced{}
-	var wantMu sync.Mutex
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tk := time.NewTicker(tick)
-		defer tk.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-			}
-			for s := range 6 {
-				r := 2
-				if int(hot.Load()) == s {
-					r = 20
-				}
-				err := srv.PutToShard("orders", fmt.Sprintf("shardId-%012d", s), r, func(j int) []byte {
-					data := fmt.Sprintf("s%d-%06d-%02d-", s, n, j)
-					data += strings.Repeat("x", size-len(data))
-					wantMu.Lock()
-					want[data] = "pk"
-					wantMu.Unlock()
-					return []byte(data)
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
+	prod := produceAtRates(t, srv, 6, func(s int) int {
+		if int(hot.Load()) == s {
+			return 20
 		}
-	}()
+		return 2
+	})
 	shardOwners := func() map[string]string {
 		out := map[string]string{}
 		for key, owner := range owners(t, d, table) {
@@ -249,8 +142,6 @@ func TestLeasesRebalanceAHotShard(t *testing.T) {
 			}
 		}
 	}
-	cancel()
-	wg.Wait()
 	t.Logf("hot shard held by %s; alone on its holder %v after the step; moves in the 15 s after: %v", holder, took.Round(100*time.Millisecond), moves)
 	if took > 3*period {
 		t.Errorf("the hot shard's holder held others for %v, want at most three lease periods (%v)", took, 3*period)
@@ -258,10 +149,75 @@ func TestLeasesRebalanceAHotShard(t *testing.T) {
 	if len(moves) > 0 {
 		t.Errorf("leases moved after the rebalance: %v", moves)
 	}
+	drainAndCheck(t, prod, outs, pipes)
+}
 
-	wantMu.Lock()
-	n := len(want)
-	wantMu.Unlock()
+// loadInstances starts three inputs on one lease table of d, instances i0
+// to i2, with dynamo appended to their checkpoint.dynamodb settings.
+func loadInstances(t *testing.T, srv *kinesisfake.Server, d *emulator.DynamoDB, table, dynamo string) ([]*inputtest.Collector, []*inputtest.Pipeline) {
+	outs := make([]*inputtest.Collector, 3)
+	pipes := make([]*inputtest.Pipeline, 3)
+	for i := range pipes {
+		outs[i] = &inputtest.Collector{}
+		yaml := fakeYAML(srv, "orders", fmt.Sprintf(`
+  commit_period: 100ms
+  dynamodb: { table: %s, create: true, endpoint: %s, instance_id: i%d, %s }`, table, d.Endpoint, i, dynamo),
+			"reader: polling\npolling: { interval: 200ms }")
+		pipes[i] = inputtest.StartPipeline(t, yaml, outs[i])
+	}
+	return outs, pipes
+}
+
+// rateProducer writes, every 100 ms until stop is called, perTick(s)
+// records of 512 bytes to each of shards shards; want holds what it wrote.
+type rateProducer struct {
+	mu   sync.Mutex
+	want inputtest.Produced
+	stop func()
+}
+
+func produceAtRates(t *testing.T, srv *kinesisfake.Server, shards int, perTick func(shard int) int) *rateProducer {
+	const size = 512
+	p := &rateProducer{want: inputtest.Produced{}}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	p.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(p.stop)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+			for s := range shards {
+				err := srv.PutToShard("orders", fmt.Sprintf("shardId-%012d", s), perTick(s), func(j int) []byte {
+					data := fmt.Sprintf("s%d-%06d-%02d-", s, n, j)
+					data += strings.Repeat("x", size-len(data))
+					p.mu.Lock()
+					p.want[data] = "pk"
+					p.mu.Unlock()
+					return []byte(data)
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// drainAndCheck stops the producer, waits for every record it wrote, stops
+// the pipelines and checks that each arrived once, in order per shard.
+func drainAndCheck(t *testing.T, p *rateProducer, outs []*inputtest.Collector, pipes []*inputtest.Pipeline) {
+	p.stop()
+	n := len(p.want)
 	waitUntil(t, 30*time.Second, func() bool {
 		got := 0
 		for _, o := range outs {
@@ -270,10 +226,10 @@ func TestLeasesRebalanceAHotShard(t *testing.T) {
 		return got >= n
 	})
 	var all []inputtest.Got
-	for i, p := range pipes {
-		p.Stop(t)
+	for i, pipe := range pipes {
+		pipe.Stop(t)
 		all = append(all, outs[i].All()...)
-		inputtest.CheckOrderKeysPerShard(t, outs[i].All())
+		inputtest.CheckOrderKeysPerShard(t, outs[i].All()) // one key, "pk", on every shard
 	}
-	inputtest.CheckDelivery(t, all, want, true)
+	inputtest.CheckDelivery(t, all, p.want, true)
 }
