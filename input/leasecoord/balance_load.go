@@ -24,8 +24,10 @@ const (
 // A lease weighs its published load; one not measured weighs the mean of
 // the measured ones. A lease asked for counts as its asker's already. An
 // instance holding a lease not measured yet (just taken or handed over)
-// neither asks nor is asked until it is: its load is a guess, and moves
-// made on a guess would be moved back once the figure comes.
+// asks and is asked only by count until it is: its load is a guess, and
+// moves made by load on a guess would be moved back once the figure comes,
+// while the count rule keeps a start (where every lease is new) spreading
+// at once.
 //
 // balanceLoad plans the cycle of every live instance and returns me's part.
 // Every instance plans alike from the same table, so instances whose cycles
@@ -214,12 +216,9 @@ func (b *loadBook) lighter(x, y string) int {
 // with a lease worth moving to it, the one whose move leaves the two
 // closest.
 func (b *loadBook) bestAsk(asker string) (claim, bool) {
-	if b.unsure[asker] {
-		return claim{}, false
-	}
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
-		if id != asker && !b.unsure[id] {
+		if id != asker {
 			givers = append(givers, id)
 		}
 	}
@@ -230,7 +229,7 @@ func (b *loadBook) bestAsk(asker string) (claim, bool) {
 		gap := math.Inf(1)
 		for _, c := range b.askable[g] {
 			l := b.weight(c)
-			if !b.worthMoving(l, g, asker) {
+			if !b.worthMoving(l, g, asker, b.unsure[asker] || b.unsure[g]) {
 				continue
 			}
 			if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
@@ -245,10 +244,11 @@ func (b *loadBook) bestAsk(asker string) (claim, bool) {
 }
 
 // worthMoving reports whether a lease of load l is worth moving from giver
-// to asker: by load or by count, as balanceLoad says.
-func (b *loadBook) worthMoving(l float64, giver, asker string) bool {
+// to asker: by load or by count, as balanceLoad says; only by count when
+// either holds a lease not measured yet (unsure): its load is a guess.
+func (b *loadBook) worthMoving(l float64, giver, asker string, unsure bool) bool {
 	a, g := b.load[asker], b.load[giver]
-	if l > 0 && a+l <= g-b.margin {
+	if !unsure && l > 0 && a+l <= g-b.margin {
 		return true
 	}
 	return b.count[giver] >= b.count[asker]+2 && a+l <= g-b.lease/2
