@@ -404,7 +404,6 @@ func (b *leaseBook) scanned(it lease.Shard, me string) (lost bool) {
 	return true
 }
 
-// holds reports whether the book has a lease of the shard (in any state).
 // loads returns the measured read rate, in bytes a second, of every lease
 // held at now whose meter ran long enough to measure, by shard.
 func (b *leaseBook) loads(now time.Time) map[string]float64 {
@@ -419,6 +418,7 @@ func (b *leaseBook) loads(now time.Time) map[string]float64 {
 	return out
 }
 
+// holds reports whether the book has a lease of the shard (in any state).
 func (b *leaseBook) holds(shardID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
