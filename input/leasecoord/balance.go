@@ -2,6 +2,7 @@ package leasecoord
 
 import (
 	"cmp"
+	"hash/fnv"
 	"slices"
 )
 
@@ -96,4 +97,57 @@ func balance(me string, claims []claim, live map[string]bool, steals int, order 
 		mine++
 	}
 	return take, ask
+}
+
+// preferOwn returns the order in which me takes free leases: first those
+// that fall to it by rendezvous hashing among the live instances (each free
+// shard to the live instance whose hash with it is highest), then the
+// others, shuffled. Instances that see the same live instances take
+// disjoint leases first, so that a fleet starting together splits the
+// shards in one cycle instead of racing for the same ones.
+func preferOwn(me string, live map[string]bool, shuffle func([]claim)) func([]claim) {
+	ids := make([]string, 0, len(live)+1)
+	for id := range live {
+		ids = append(ids, id)
+	}
+	if !live[me] {
+		ids = append(ids, me)
+	}
+	return func(cl []claim) {
+		shuffle(cl)
+		slices.SortStableFunc(cl, func(a, b claim) int {
+			return cmp.Compare(falls(a.shard, me, ids), falls(b.shard, me, ids))
+		})
+	}
+}
+
+// falls is 0 when shard falls to me by rendezvous hashing among ids, 1
+// otherwise.
+func falls(shard, me string, ids []string) int {
+	best, top := "", uint64(0)
+	for _, id := range ids {
+		if h := rendezvous(shard, id); best == "" || h > top || (h == top && id < best) {
+			best, top = id, h
+		}
+	}
+	if best == me {
+		return 0
+	}
+	return 1
+}
+
+func rendezvous(shard, instance string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(instance))
+	h.Write([]byte{0})
+	h.Write([]byte(shard))
+	// FNV alone mixes too little for ids that differ in one character: the
+	// finalizer of MurmurHash3 spreads every bit of it.
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }

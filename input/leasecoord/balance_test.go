@@ -147,3 +147,48 @@ func balanced(owner []string, ids []string) bool {
 	}
 	return slices.Max(held)-slices.Min(held) <= 1
 }
+
+// TestPreferOwnSplitsFreeLeasesDisjointly: instances that see the same
+// live instances put disjoint sets of free leases first, together every
+// one, each near its share: a fleet starting together does not race for
+// the same leases.
+func TestPreferOwnSplitsFreeLeasesDisjointly(t *testing.T) {
+	t.Parallel()
+	const shards, instances = 1024, 16
+	live := map[string]bool{}
+	for i := range instances {
+		live[fmt.Sprintf("i%02d", i)] = true
+	}
+	first := map[string]string{}
+	for id := range live {
+		cl := make([]claim, shards)
+		for i := range cl {
+			cl[i] = claim{shard: fmt.Sprintf("shardId-%012d", i)}
+		}
+		preferOwn(id, live, noShuffle)(cl)
+		n := 0
+		for _, c := range cl {
+			if falls(c.shard, id, []string{id}) != 0 {
+				t.Fatal("falls: a shard does not fall to the only instance")
+			}
+			ids := make([]string, 0, instances)
+			for o := range live {
+				ids = append(ids, o)
+			}
+			if falls(c.shard, id, ids) != 0 {
+				break
+			}
+			if other, ok := first[c.shard]; ok {
+				t.Fatalf("shard %s is first for both %s and %s", c.shard, other, id)
+			}
+			first[c.shard] = id
+			n++
+		}
+		if n < shards/instances/2 || n > shards/instances*2 {
+			t.Fatalf("%s puts %d shards first, want near %d", id, n, shards/instances)
+		}
+	}
+	if len(first) != shards {
+		t.Fatalf("%d of %d shards are first for some instance", len(first), shards)
+	}
+}

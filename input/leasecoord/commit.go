@@ -10,24 +10,28 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
-// commit fences the leases not renewed for a lease period, writes every
-// held lease whose checkpoint moved, that is due for renewal or being
-// handed over, and renews this instance's presence. A write whose lease
-// was taken stops the shard's reader at once.
+// commit renews this instance's presence (the heartbeat, which renews
+// every lease it holds), fences the leases renewed neither by it nor by a
+// write for a lease period, and writes every held lease whose checkpoint
+// moved, every fenced one and every one being handed over. A write whose
+// lease was taken stops the shard's reader at once. A held lease whose
+// checkpoint stays is not written: steady state costs a heartbeat per
+// instance, not a write per lease.
 func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
+	var errs []error
+	if time.Since(c.beat) >= c.period/3 {
+		errs = append(errs, c.heartbeat(ctx))
+	}
 	now := time.Now()
 	for _, id := range c.book.fence(now) {
 		c.st.Log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.Name, id, c.period)
 	}
-	ws := c.book.due(now)
-	errs := []error{c.writeAll(ctx, ws)}
+	ws := c.book.due()
+	errs = append(errs, c.writeAll(ctx, ws))
 	if took := time.Since(now); len(ws) > 0 && took > c.period/3 {
 		c.st.Log.Warnf("stream %s: writing %d leases took %v, more than a third of lease_period (%v): leases may lapse and their shards stop; raise checkpoint.dynamodb.lease_period, or run more instances", c.st.Name, len(ws), took.Round(time.Millisecond), c.period)
-	}
-	if now.Sub(c.beat) >= c.period/3 {
-		errs = append(errs, c.heartbeat(ctx, now))
 	}
 	c.st.Metrics.SinceRenewal.Set(c.book.oldestRenewal(time.Now()).Milliseconds(), c.st.Name)
 	if err := errors.Join(errs...); err != nil {
@@ -40,13 +44,15 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat moves this instance's worker item (saveMu held). Another
-// process that took over this instance's name stops this one: it drops
-// every lease and reads nothing more.
-func (c *leaseCoordinator) heartbeat(ctx context.Context, now time.Time) error {
+// heartbeat moves this instance's worker item (saveMu held), renewing
+// every lease it holds from the moment it was sent. Another process that
+// took over this instance's name stops this one: it drops every lease and
+// reads nothing more.
+func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, c.period/3)
 	defer cancel()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, c.book.loads(now), false)
+	sent := time.Now()
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, c.book.loads(sent), false)
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		if !c.impostor.Swap(true) {
 			c.book.dropAll(errLeaseLost)
@@ -55,7 +61,8 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context, now time.Time) error {
 		return err
 	}
 	if err == nil {
-		c.beat = now
+		c.beat = sent
+		c.book.beaten(sent)
 	}
 	return err
 }

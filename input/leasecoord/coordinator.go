@@ -214,11 +214,13 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 			}
 		}
 	}
+	sent := time.Now()
 	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, c.nonce, nil, true); err != nil {
 		return err
 	}
 	c.saveMu.Lock()
-	c.beat = time.Now()
+	c.beat = sent
+	c.book.beaten(sent)
 	c.saveMu.Unlock()
 	return nil
 }

@@ -107,18 +107,24 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		c.handOver(ctx, askedOf)
 	}
 
-	decide := balance
-	if c.byLoad {
-		decide = balanceLoad
-	}
-	take, ask := decide(c.me, claims, c.view.live(now), c.steals, func(cl []claim) {
-		rand.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
-	})
 	for _, it := range adopt {
 		if c.take(ctx, it) {
 			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
 		}
 	}
+	if until, wait := c.view.settling(now); wait {
+		c.st.Log.Debugf("stream %s: waiting until %v for the instances seen for the first time to move before taking leases", c.st.Name, until.Format(time.RFC3339Nano))
+		c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
+		return min(c.view.nextCycle(time.Now()), max(time.Until(until), 10*time.Millisecond))
+	}
+	decide := balance
+	if c.byLoad {
+		decide = balanceLoad
+	}
+	live := c.view.live(now)
+	take, ask := decide(c.me, claims, live, c.steals, preferOwn(c.me, live, func(cl []claim) {
+		rand.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
+	}))
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
 			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)

@@ -25,11 +25,13 @@ var (
 type leaseState int
 
 const (
-	// leaseHeld: renewed within the lease period. One reader at a time may
-	// read the shard, and hand out records until the lease period since
-	// the last renewal has passed.
+	// leaseHeld: renewed within the lease period, by a write of its item or
+	// by this instance's heartbeat. One reader at a time may read the
+	// shard, and hand out records until the lease period since the later
+	// of the two has passed.
 	leaseHeld leaseState = iota
-	// leaseFenced: not renewed for a lease period. Its reader was stopped,
+	// leaseFenced: not renewed for a lease period (neither its item nor the
+	// heartbeat written). Its reader was stopped,
 	// since another instance may take the lease now; what that reader
 	// handed out still counts when acknowledged, since the lease may still
 	// be this instance's. A renewal at the same counter (nobody took it)
@@ -58,7 +60,7 @@ type heldLease struct {
 	shard   string
 	state   leaseState
 	counter int64     // the item's counter as this instance last wrote it
-	renewed time.Time // when the last successful write was sent
+	renewed time.Time // when the last successful write of its item was sent
 	// cp is the checkpoint to store: the shard's start, the position its
 	// readers' acknowledgements reached, its end.
 	cp      checkpoint.Checkpoint
@@ -86,7 +88,13 @@ type heldLease struct {
 type leaseBook struct {
 	period time.Duration
 
-	mu   sync.Mutex
+	mu sync.Mutex
+	// beat is when this instance's last successful heartbeat was sent. A
+	// held lease lasts a lease period past the later of its item's last
+	// write and the heartbeat: other instances count it expired only once
+	// neither moved for a lease period by their clocks (leaseView.expired),
+	// so a heartbeat renews every lease at once.
+	beat time.Time
 	held map[string]*heldLease // by shard id; never a released or lost one
 	// wake receives (never blocking) when a lease may be read again
 	// without a cycle: renewed after a fence, or its handover withdrawn.
@@ -129,7 +137,7 @@ func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.Canc
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[shardID]
-	if !ok || h.state != leaseHeld || h.reader != nil || now.Sub(h.renewed) >= b.period {
+	if !ok || h.state != leaseHeld || h.reader != nil || now.Sub(b.validFrom(h)) >= b.period {
 		return nil, false
 	}
 	g := &leaseGrant{c: c, h: h, cp: h.cp, stop: stop}
@@ -167,7 +175,26 @@ func (b *leaseBook) until(g *leaseGrant) time.Time {
 	if !b.reads(g) || g.h.state != leaseHeld {
 		return time.Time{}
 	}
-	return g.h.renewed.Add(b.period)
+	return b.validFrom(g.h).Add(b.period)
+}
+
+// validFrom is when a lease was last renewed: its item's last write or
+// the heartbeat, whichever was later. Must hold b.mu.
+func (b *leaseBook) validFrom(h *heldLease) time.Time {
+	if b.beat.After(h.renewed) {
+		return b.beat
+	}
+	return h.renewed
+}
+
+// beaten records a successful heartbeat, sent at sent: every lease held
+// is renewed.
+func (b *leaseBook) beaten(sent time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sent.After(b.beat) {
+		b.beat = sent
+	}
 }
 
 // readerState reports whether g reads its lease now, and whether the lease
@@ -219,7 +246,7 @@ func (b *leaseBook) fence(now time.Time) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, h := range b.held {
-		if h.state == leaseHeld && now.Sub(h.renewed) >= b.period {
+		if h.state == leaseHeld && now.Sub(b.validFrom(h)) >= b.period {
 			h.state = leaseFenced
 			if h.reader != nil {
 				h.reader.stop(errLeaseExpired)
@@ -269,12 +296,13 @@ func (b *leaseBook) clearAsk(shardID string) {
 	}
 }
 
-// due returns the writes a commit makes at now: every held or fenced lease
-// whose checkpoint moved, that is due for renewal (a third of the lease
-// period since its last write; a fenced one at every commit), or whose
-// ask is to be removed; and every lease being handed over whose reader is
-// settled (a handover write that failed is tried again).
-func (b *leaseBook) due(now time.Time) []leaseWrite {
+// due returns the writes a commit makes: every held lease whose
+// checkpoint moved or whose ask is to be removed, every fenced lease (a
+// write at its counter tells whether it is still this instance's), and
+// every lease being handed over whose reader is settled (a handover write
+// that failed is tried again). A held lease whose checkpoint stays is not
+// written: the heartbeat renews it.
+func (b *leaseBook) due() []leaseWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ws []leaseWrite
@@ -283,13 +311,10 @@ func (b *leaseBook) due(now time.Time) []leaseWrite {
 		case leaseHandingOver:
 			if h.reader == nil {
 				ws = append(ws, b.handoverWrite(h))
-			} else if now.Sub(h.renewed) >= b.period/3 {
-				// Renewed while its reader settles; the ask stays.
-				ws = append(ws, leaseWrite{h: h, counter: h.counter, w: lease.Write{KeepAsked: true}})
 			}
 		case leaseHeld, leaseFenced:
 			changed := !sameCheckpoint(h.cp, h.written)
-			if !changed && !h.clearAsk && h.state == leaseHeld && now.Sub(h.renewed) < b.period/3 {
+			if !changed && !h.clearAsk && h.state == leaseHeld {
 				continue
 			}
 			w := lease.Write{KeepAsked: !h.clearAsk}
@@ -479,13 +504,14 @@ func (b *leaseBook) count() int {
 	return len(b.held)
 }
 
-// oldestRenewal is how long ago the least recently renewed lease was.
+// oldestRenewal is how long ago the least recently renewed lease was
+// renewed (by its item's write or the heartbeat).
 func (b *leaseBook) oldestRenewal(now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var oldest time.Duration
 	for _, h := range b.held {
-		oldest = max(oldest, now.Sub(h.renewed))
+		oldest = max(oldest, now.Sub(b.validFrom(h)))
 	}
 	return oldest
 }

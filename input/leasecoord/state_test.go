@@ -68,6 +68,14 @@ func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period ti
 
 func everyShard(string) bool { return true }
 
+// skipStartWait ends the wait of a coordinator just started for the
+// instances it sees for the first time (leaseView.settling).
+func skipStartWait(c *leaseCoordinator) {
+	c.view.mu.Lock()
+	defer c.view.mu.Unlock()
+	c.view.loaded = time.Now().Add(-c.period)
+}
+
 func testStream(res *service.Resources) coord.Stream {
 	return coord.Stream{Name: "orders", ARN: testARN, Log: res.Logger(), Metrics: coord.NewMetrics(res.Metrics()),
 		StartFor: func(bool) checkpoint.Start { return checkpoint.Start{Kind: "TRIM_HORIZON"} }}
@@ -229,6 +237,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	skipStartWait(c)
 	c.Cycle(t.Context(), everyShard)
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead"); err != nil {
 		t.Fatal(err)
@@ -341,9 +350,14 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 		shards = append(shards, fmt.Sprintf("shardId-%012d", i))
 	}
 	c := newTestLeaseCoordinator(t, m, "me", period, shards...)
-	c.Cycle(t.Context(), everyShard)
-	if n := c.book.count(); n != 10 {
-		t.Fatalf("alone next to 50 stale worker items, it took %d of 10 free shards", n)
+	// Just started, it waits for the instances it sees for the first time
+	// to move: half a lease period at most.
+	start := time.Now()
+	for c.book.count() == 0 && time.Since(start) < period {
+		time.Sleep(c.Cycle(t.Context(), everyShard))
+	}
+	if n, took := c.book.count(), time.Since(start); n != 10 || took >= period {
+		t.Fatalf("alone next to 50 stale worker items, it took %d of 10 free shards in %v (half a lease period is %v)", n, took, period/2)
 	}
 	time.Sleep(period)
 	c.Cycle(t.Context(), everyShard)
@@ -365,7 +379,7 @@ func TestDuplicateInstanceIDIsRefused(t *testing.T) {
 	go func() { // the first process lives: its commits beat
 		for ctx.Err() == nil {
 			first.saveMu.Lock()
-			_ = first.heartbeat(ctx, time.Now())
+			_ = first.heartbeat(ctx)
 			first.saveMu.Unlock()
 			time.Sleep(period / 6)
 		}
@@ -574,7 +588,7 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
-	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", true); err != nil {
+	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
@@ -585,13 +599,13 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 		t.Fatalf("lease %v, want handing over", st)
 	}
 
-	// A commit is under way: its renewal of s0 (the reader still settling)
-	// is computed and not yet written when the reader settles.
+	// A write of s0 (the reader still settling) is built and not yet made
+	// when the reader settles.
 	c.saveMu.Lock()
 	c.book.mu.Lock()
-	c.book.held["s0"].renewed = time.Now().Add(-time.Minute / 2)
+	h := c.book.held["s0"]
+	renewal := []leaseWrite{{h: h, counter: h.counter, w: lease.Write{KeepAsked: true}}}
 	c.book.mu.Unlock()
-	renewal := c.book.due(time.Now())
 	g.Acked(pos(4))
 	done := make(chan struct{})
 	go func() {
@@ -623,4 +637,54 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	if _, held := c.book.stateOf("s0"); held {
 		t.Fatal("a lease handed over is still in the book")
 	}
+}
+
+// TestLeaseRenewedByTheHeartbeatAlone: a held lease whose checkpoint stays
+// is never written: the instance's heartbeat renews it, and another
+// instance does not count it expired while that heartbeat moves. Once the
+// holder can write nothing, it stops handing out records a lease period
+// after the last one that succeeded, and the other instance takes the
+// lease only after that.
+func TestLeaseRenewedByTheHeartbeatAlone(t *testing.T) {
+	t.Parallel()
+	const period = 300 * time.Millisecond
+	m := lease.NewMemory()
+	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, a, "s0")
+	b := newTestLeaseCoordinator(t, m, "b", period)
+	taken := itemOf(t, m, "s0")
+
+	step := func() {
+		time.Sleep(period / 6)
+		_ = a.Commit(t.Context())
+		b.Cycle(t.Context(), everyShard)
+	}
+	for end := time.Now().Add(3 * period); time.Now().Before(end); {
+		step()
+		if it := itemOf(t, m, "s0"); it.Counter != taken.Counter || it.Owner != "a" {
+			t.Fatalf("item %+v, want a's as taken (counter %d): an idle lease was written, or taken while its holder beat", it, taken.Counter)
+		}
+		if !g.Until().After(time.Now()) || rec.get() != nil {
+			t.Fatalf("the reader may not hand out records (until %v, stopped %v) while the heartbeat succeeds", g.Until(), rec.get())
+		}
+	}
+
+	// a cannot write: neither its heartbeat nor its lease (a write of the
+	// lease, once fenced, would renew it as well).
+	m.Fail("Heartbeat", errors.New("injected: throttled"))
+	m.Fail("Hold", errors.New("injected: throttled"))
+	for end := time.Now().Add(3 * period); time.Now().Before(end); {
+		step()
+		if it := itemOf(t, m, "s0"); it.Owner == "b" {
+			if now := time.Now(); g.Until().After(now) {
+				t.Fatalf("b took the lease while a's reader may hand out records until %v", g.Until())
+			}
+			if !errors.Is(rec.get(), errLeaseExpired) {
+				t.Fatalf("a's reader stopped with %v, want %v", rec.get(), errLeaseExpired)
+			}
+			return
+		}
+	}
+	t.Fatal("b did not take the lease of an instance whose heartbeat failed for three lease periods")
 }

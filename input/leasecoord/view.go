@@ -26,6 +26,10 @@ type leaseView struct {
 	// loads holds the loads each instance published with its last
 	// heartbeat: bytes a second by shard, by instance.
 	loads map[string]map[string]float64
+	// loaded is when this instance first scanned the stream: until half a
+	// lease period later it waits for instances it sees for the first time
+	// to move before it takes free leases (see settling).
+	loaded time.Time
 	// asked holds the shards this instance asked the holders of for, and
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
@@ -50,6 +54,9 @@ func newLeaseView(me string, period time.Duration) *leaseView {
 func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.loaded.IsZero() {
+		v.loaded = now
+	}
 	items := map[string]lease.Shard{}
 	for _, it := range sc.Shards {
 		items[it.ShardID] = it
@@ -89,13 +96,36 @@ func (v *leaseView) load(shardID, owner string) (float64, bool) {
 }
 
 // expired reports whether the lease of an item counts as expired: held by
-// another instance, and its owner and counter unchanged for a lease period
-// by this instance's clock.
+// another instance, and for a lease period by this instance's clock
+// neither its item (owner and counter) nor its owner's worker item moved.
+// The holder's heartbeat renews its leases: it reads a shard only within
+// a lease period of the later of its last heartbeat and its last write of
+// the item, each sent before this instance could see it.
 func (v *leaseView) expired(it lease.Shard, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	at, ok := v.since[it.ShardID]
-	return it.Owner != "" && it.Owner != v.me && ok && now.Sub(at) >= v.period
+	if it.Owner == "" || it.Owner == v.me {
+		return false
+	}
+	at, ok := v.expiresAt(it.ShardID, it.Owner)
+	return ok && !now.Before(at)
+}
+
+// expiresAt is when the lease of a shard held by owner expires, as things
+// stand: a lease period after the later of its item's last change and its
+// owner's worker item's last move, as this instance saw them. Must hold
+// v.mu.
+func (v *leaseView) expiresAt(shardID, owner string) (time.Time, bool) {
+	at, ok := v.since[shardID]
+	if !ok {
+		return time.Time{}, false
+	}
+	// A worker item not in the scan (its owner left, or was removed as
+	// dead) renews nothing.
+	if w, ok := v.workers[owner]; ok && w.at.After(at) {
+		at = w.at
+	}
+	return at.Add(v.period), true
 }
 
 // live returns the instances alive at now: this one, and those whose
@@ -110,6 +140,29 @@ func (v *leaseView) live(now time.Time) map[string]bool {
 		}
 	}
 	return live
+}
+
+// settling reports whether this instance, just started, still waits to
+// learn who else is alive before it takes free leases, and until when: for
+// at most half a lease period after its first scan (a live instance's
+// heartbeat moves at least that often), while an instance it saw for the
+// first time has not moved yet. Instances starting together then count
+// each other, and split the free leases at once instead of the first one
+// taking them all and handing them on one by one. Alone, or among
+// instances that already moved, it waits for nothing.
+func (v *leaseView) settling(now time.Time) (time.Time, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	until := v.loaded.Add(v.period / 2)
+	if !now.Before(until) {
+		return time.Time{}, false
+	}
+	for id, s := range v.workers {
+		if id != v.me && !s.moved {
+			return until, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // dead reports whether an instance is known dead: its worker item was
@@ -154,7 +207,8 @@ func (v *leaseView) nextCycle(now time.Time) time.Duration {
 		if it.Owner == "" || it.Owner == v.me || it.Checkpoint.Ended {
 			continue
 		}
-		if d := v.since[id].Add(v.period).Sub(now); d > 0 && d < next {
+		at, _ := v.expiresAt(id, it.Owner)
+		if d := at.Sub(now); d > 0 && d < next {
 			next = d
 		}
 	}
