@@ -20,20 +20,33 @@ const (
 	secondsPerMonth    = 30 * 24 * 3600
 )
 
-// BenchmarkLeaseTableScale runs 16 inputs sharing a stream of 1,024 shards
-// through one lease table (lease_period 10s) in this process, with the fake
-// Kinesis and dynalite, and reports the time until the shards are balanced
-// (every shard owned, the instances within one of each other), the
-// DynamoDB calls per second in steady state (idle shards: renewals, scans
-// and heartbeats), and what that costs per shard per month at on-demand
-// prices. It runs once whatever -benchtime says: make bench-leases.
+// BenchmarkLeaseTableScale runs inputs sharing one stream through one
+// lease table in this process, with the fake Kinesis and dynalite behind a
+// proxy that counts the DynamoDB calls by operation: 1,024 shards over 16
+// instances at lease_period 10s, and 32 shards over 4 at lease_period 2s.
+// Each reports the time from the start until the shards are balanced
+// (every shard owned, the instances within one of each other), in seconds
+// and in lease periods, the DynamoDB calls per second in steady state
+// (idle shards: heartbeats and scans; a lease is written only when its
+// checkpoint moves), and what that costs per shard and per instance per
+// month at on-demand prices. It runs once whatever -benchtime says: make
+// bench-leases.
 func BenchmarkLeaseTableScale(b *testing.B) {
-	const (
-		shards    = 1024
-		instances = 16
-		period    = 10 * time.Second
-		window    = 30 * time.Second
-	)
+	for _, sc := range []struct {
+		shards, instances int
+		period            time.Duration
+	}{
+		{1024, 16, 10 * time.Second},
+		{32, 4, 2 * time.Second},
+	} {
+		b.Run(fmt.Sprintf("%dx%d/lease_period=%v", sc.shards, sc.instances, sc.period), func(b *testing.B) {
+			benchLeaseScale(b, sc.shards, sc.instances, sc.period)
+		})
+	}
+}
+
+func benchLeaseScale(b *testing.B, shards, instances int, period time.Duration) {
+	const window = 30 * time.Second
 	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", shards), kinesisfake.Quotas(false))
 	if err != nil {
 		b.Fatal(err)
@@ -66,10 +79,10 @@ func BenchmarkLeaseTableScale(b *testing.B) {
 		if time.Since(start) > 10*time.Minute {
 			b.Fatalf("not balanced within 10 minutes: %v", held)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	balanced := time.Since(start)
-	b.Logf("%d shards over %d instances balanced in %v: %v", shards, instances, balanced.Round(100*time.Millisecond), summarize(held))
+	b.Logf("%d shards over %d instances balanced in %v (%.1f lease periods): %v", shards, instances, balanced.Round(100*time.Millisecond), balanced.Seconds()/period.Seconds(), summarize(held))
 
 	time.Sleep(period) // settle
 	c0, u0 := proxy.Calls()
@@ -88,10 +101,12 @@ func BenchmarkLeaseTableScale(b *testing.B) {
 	wru := (u1["UpdateItem"] - u0["UpdateItem"] + u1["PutItem"] - u0["PutItem"] + u1["DeleteItem"] - u0["DeleteItem"]) / secs
 	rru := (u1["Scan"] - u0["Scan"] + u1["GetItem"] - u0["GetItem"]) / secs
 	month := (wru*pricePerMillionWRU + rru*pricePerMillionRRU) * secondsPerMonth / 1e6
-	b.Logf("steady state, idle shards: %.1f DynamoDB calls/s (%s); %.1f write and %.1f read units/s; $%.2f a month, $%.4f per shard", total, strings.Join(ops, ", "), wru, rru, month, month/shards)
+	b.Logf("steady state, idle shards: %.1f DynamoDB calls/s (%s); %.1f write and %.1f read units/s; $%.2f a month: $%.4f per shard, $%.2f per instance", total, strings.Join(ops, ", "), wru, rru, month, month/float64(shards), month/float64(instances))
 	b.ReportMetric(balanced.Seconds(), "s-to-balance")
+	b.ReportMetric(balanced.Seconds()/period.Seconds(), "periods-to-balance")
 	b.ReportMetric(total, "ddb-calls/s")
-	b.ReportMetric(month/shards, "$/shard/month")
+	b.ReportMetric(month/float64(shards), "$/shard/month")
+	b.ReportMetric(month/float64(instances), "$/instance/month")
 }
 
 // spreadOf is how many shards each instance holds ("" for free ones).

@@ -13,6 +13,11 @@ type Metrics struct {
 	LeasesLost       *service.MetricCounter // held leases found taken by another instance
 	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
 	InstanceLoad     *service.MetricGauge   // bytes a second this instance reads of a stream, as its lease meters measure
+	// LeaseMoves counts the leases this instance came to hold, by cause:
+	// free (never held, or released), expired (its holder stopped
+	// renewing it), count or load (asked of a live holder to even out
+	// the lease count or the measured load).
+	LeaseMoves *service.MetricCounter
 	RenewalFailures  *service.MetricCounter // lease writes that failed (not lost)
 	SinceRenewal     *service.MetricGauge   // ms since the oldest held lease was last renewed
 
@@ -32,6 +37,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		LeasesLost:       m.NewCounter("kinesis_leases_lost", "stream"),
 		LeasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
 		InstanceLoad:     m.NewGauge("kinesis_instance_bytes_per_second", "stream"),
+		LeaseMoves:       m.NewCounter("kinesis_lease_moves", "stream", "cause"),
 		RenewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
 		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
 

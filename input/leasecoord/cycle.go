@@ -110,6 +110,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	for _, it := range adopt {
 		if c.take(ctx, it) {
 			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
+			c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, c.view.askedWhy(it.ShardID))
 		}
 	}
 	if until, wait := c.view.settling(now); wait {
@@ -117,9 +118,12 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 		return min(c.view.nextCycle(time.Now()), max(time.Until(until), 10*time.Millisecond))
 	}
-	decide := balance
+	decide, why := balance, "count"
 	if c.byLoad {
 		decide = balanceLoad
+		if _, measured := leaseWeights(claims); measured {
+			why = "load"
+		}
 	}
 	live := c.view.live(now)
 	take, ask := decide(c.me, claims, live, c.steals, preferOwn(c.me, live, func(cl []claim) {
@@ -128,12 +132,17 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
 			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)
+			cause := "free"
+			if cl.expired {
+				cause = "expired"
+			}
+			c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, cause)
 		}
 	}
 	for _, cl := range ask {
 		if c.ask(ctx, items[cl.shard]) {
-			c.view.setAsked(cl.shard, now)
-			c.st.Log.Debugf("stream %s shard %s: asked %s to hand its lease over", c.st.Name, cl.shard, cl.owner)
+			c.view.setAsked(cl.shard, now, why)
+			c.st.Log.Debugf("stream %s shard %s: asked %s to hand its lease over (balance by %s)", c.st.Name, cl.shard, cl.owner, why)
 		}
 	}
 	c.removeDead(ctx, now)

@@ -33,7 +33,14 @@ type leaseView struct {
 	// asked holds the shards this instance asked the holders of for, and
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
-	asked map[string]time.Time
+	asked map[string]askMade
+}
+
+// askMade is an ask this instance made: when, and why (the balance by
+// count or by load).
+type askMade struct {
+	at  time.Time
+	why string
 }
 
 // workerSighting is a worker item as seen: its counter, since when, and
@@ -47,7 +54,7 @@ type workerSighting struct {
 
 func newLeaseView(me string, period time.Duration) *leaseView {
 	return &leaseView{me: me, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
-		workers: map[string]workerSighting{}, asked: map[string]time.Time{}}
+		workers: map[string]workerSighting{}, asked: map[string]askMade{}}
 }
 
 // observe takes in a scan made at now.
@@ -220,18 +227,30 @@ func (v *leaseView) nextCycle(now time.Time) time.Duration {
 func (v *leaseView) askedRecently(shardID string, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	at, ok := v.asked[shardID]
-	return ok && now.Sub(at) < v.period
+	a, ok := v.asked[shardID]
+	return ok && now.Sub(a.at) < v.period
 }
 
-// setAsked records an ask, and forgets those older than a lease period.
-func (v *leaseView) setAsked(shardID string, at time.Time) {
+// askedWhy is why this instance asked for a shard's lease: "count" or
+// "load" ("count" when it does not remember an ask).
+func (v *leaseView) askedWhy(shardID string) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for id, t := range v.asked {
-		if at.Sub(t) >= v.period {
+	if a, ok := v.asked[shardID]; ok {
+		return a.why
+	}
+	return "count"
+}
+
+// setAsked records an ask and why it was made, and forgets those older
+// than a lease period.
+func (v *leaseView) setAsked(shardID string, at time.Time, why string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id, a := range v.asked {
+		if at.Sub(a.at) >= v.period {
 			delete(v.asked, id)
 		}
 	}
-	v.asked[shardID] = at
+	v.asked[shardID] = askMade{at: at, why: why}
 }
