@@ -99,12 +99,14 @@ func balance(me string, claims []claim, live map[string]bool, steals int, order 
 	return take, ask
 }
 
-// preferOwn returns the order in which me takes free leases: first those
-// that fall to it by rendezvous hashing among the live instances (each free
-// shard to the live instance whose hash with it is highest), then the
-// others, shuffled. Instances that see the same live instances take
-// disjoint leases first, so that a fleet starting together splits the
-// shards in one cycle instead of racing for the same ones.
+// preferOwn returns the order in which me takes free leases: by the rank
+// of me in each shard's rendezvous order of the live instances (the
+// instances sorted by their hash with the shard, highest first), shuffled
+// within a rank. Instances that see the same live instances put disjoint
+// sets of free leases first (the shards that fall to each one), and where
+// one stops at its share, the shards it leaves go next to the instance
+// ranked second for them: a fleet starting together splits the shards in
+// one cycle instead of racing for the same ones.
 func preferOwn(me string, live map[string]bool, shuffle func([]claim)) func([]claim) {
 	ids := make([]string, 0, len(live)+1)
 	for id := range live {
@@ -115,25 +117,25 @@ func preferOwn(me string, live map[string]bool, shuffle func([]claim)) func([]cl
 	}
 	return func(cl []claim) {
 		shuffle(cl)
-		slices.SortStableFunc(cl, func(a, b claim) int {
-			return cmp.Compare(falls(a.shard, me, ids), falls(b.shard, me, ids))
-		})
+		rank := make(map[string]int, len(cl))
+		for _, c := range cl {
+			rank[c.shard] = rankOf(c.shard, me, ids)
+		}
+		slices.SortStableFunc(cl, func(a, b claim) int { return cmp.Compare(rank[a.shard], rank[b.shard]) })
 	}
 }
 
-// falls is 0 when shard falls to me by rendezvous hashing among ids, 1
-// otherwise.
-func falls(shard, me string, ids []string) int {
-	best, top := "", uint64(0)
+// rankOf is the place of me in a shard's rendezvous order of ids: 0 when
+// the shard falls to me, 1 when me comes second, and so on.
+func rankOf(shard, me string, ids []string) int {
+	mine := rendezvous(shard, me)
+	rank := 0
 	for _, id := range ids {
-		if h := rendezvous(shard, id); best == "" || h > top || (h == top && id < best) {
-			best, top = id, h
+		if h := rendezvous(shard, id); id != me && (h > mine || (h == mine && id < me)) {
+			rank++
 		}
 	}
-	if best == me {
-		return 0
-	}
-	return 1
+	return rank
 }
 
 func rendezvous(shard, instance string) uint64 {

@@ -168,14 +168,14 @@ func TestPreferOwnSplitsFreeLeasesDisjointly(t *testing.T) {
 		preferOwn(id, live, noShuffle)(cl)
 		n := 0
 		for _, c := range cl {
-			if falls(c.shard, id, []string{id}) != 0 {
-				t.Fatal("falls: a shard does not fall to the only instance")
+			if rankOf(c.shard, id, []string{id}) != 0 {
+				t.Fatal("rankOf: a shard does not fall to the only instance")
 			}
 			ids := make([]string, 0, instances)
 			for o := range live {
 				ids = append(ids, o)
 			}
-			if falls(c.shard, id, ids) != 0 {
+			if rankOf(c.shard, id, ids) != 0 {
 				break
 			}
 			if other, ok := first[c.shard]; ok {

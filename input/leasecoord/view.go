@@ -26,10 +26,10 @@ type leaseView struct {
 	// loads holds the loads each instance published with its last
 	// heartbeat: bytes a second by shard, by instance.
 	loads map[string]map[string]float64
-	// loaded is when this instance first scanned the stream: until half a
+	// started is when this instance's first lease cycle ran: until half a
 	// lease period later it waits for instances it sees for the first time
 	// to move before it takes free leases (see settling).
-	loaded time.Time
+	started time.Time
 	// asked holds the shards this instance asked the holders of for, and
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
@@ -61,9 +61,6 @@ func newLeaseView(me string, period time.Duration) *leaseView {
 func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.loaded.IsZero() {
-		v.loaded = now
-	}
 	items := map[string]lease.Shard{}
 	for _, it := range sc.Shards {
 		items[it.ShardID] = it
@@ -151,7 +148,7 @@ func (v *leaseView) live(now time.Time) map[string]bool {
 
 // settling reports whether this instance, just started, still waits to
 // learn who else is alive before it takes free leases, and until when: for
-// at most half a lease period after its first scan (a live instance's
+// at most half a lease period after its first cycle (a live instance's
 // heartbeat moves at least that often), while an instance it saw for the
 // first time has not moved yet. Instances starting together then count
 // each other, and split the free leases at once instead of the first one
@@ -160,7 +157,10 @@ func (v *leaseView) live(now time.Time) map[string]bool {
 func (v *leaseView) settling(now time.Time) (time.Time, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	until := v.loaded.Add(v.period / 2)
+	if v.started.IsZero() {
+		v.started = now
+	}
+	until := v.started.Add(v.period / 2)
 	if !now.Before(until) {
 		return time.Time{}, false
 	}
