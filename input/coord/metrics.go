@@ -17,9 +17,9 @@ type Metrics struct {
 	// free (never held, or released), expired (its holder stopped
 	// renewing it), count or load (asked of a live holder to even out
 	// the lease count or the measured load).
-	LeaseMoves *service.MetricCounter
-	RenewalFailures  *service.MetricCounter // lease writes that failed (not lost)
-	SinceRenewal     *service.MetricGauge   // ms since the oldest held lease was last renewed
+	LeaseMoves      *service.MetricCounter
+	RenewalFailures *service.MetricCounter // lease writes that failed (not lost)
+	SinceRenewal    *service.MetricGauge   // ms since the oldest held lease was last renewed
 
 	// BrokenCheckpoints is the number of shards not read because what is
 	// stored for them cannot be read from (see checkpoint.Checkpoint.Broken).

@@ -11,6 +11,9 @@ type claim struct {
 	shard   string
 	owner   string // "" when free
 	expired bool   // the owner did not renew it for a lease period
+	// overdue: free or expired for a while, and not taken by the instance
+	// the plan gave it to (see planFree): anyone with room takes it.
+	overdue bool
 	asked   string // the instance that asked its owner for it, if any
 	// load is the shard's throughput in bytes/s, smoothed, as its holder
 	// published it; measured says whether it did (a free shard, or one
@@ -24,15 +27,16 @@ type claim struct {
 // readable leases as every other, give or take one:
 //
 //   - leases its holder handed to me, and free or expired ones, up to its
-//     share (the readable leases divided by the live instances, rounded up);
+//     share (the readable leases divided by the instances, rounded up), as
+//     the plan of planFree gives them to it, and overdue ones the plan gave
+//     to others while it has room;
 //   - then, while it still holds fewer than its share, up to steals leases of
 //     the instances that hold at least two more than it does (the most loaded
 //     first), one lease per instance and ask.
 //
 // live holds the instances known to be alive (me among them); claims held by
-// instances not in live count as theirs while not expired. order shuffles the
-// free leases so that instances starting together take different ones.
-func balance(me string, claims []claim, live map[string]bool, steals int, order func([]claim)) (take, ask []claim) {
+// instances not in live count as theirs while not expired.
+func balance(me string, claims []claim, live map[string]bool, steals int) (take, ask []claim) {
 	counts := map[string]int{}
 	for id := range live {
 		counts[id] = 0
@@ -54,15 +58,17 @@ func balance(me string, claims []claim, live map[string]bool, steals int, order 
 		}
 	}
 	share := (len(claims) + len(counts) - 1) / len(counts)
-	mine := counts[me]
-	order(free)
-	for _, c := range free {
-		if mine >= share {
-			break
+	for _, p := range planFree(free, counts, live, me, share) {
+		switch {
+		case p.to == me:
+			take = append(take, p.claim)
+		case p.overdue && counts[me] < share:
+			take = append(take, p.claim)
+			counts[me]++
+			counts[p.to]--
 		}
-		take = append(take, c)
-		mine++
 	}
+	mine := counts[me]
 	if mine >= share || steals <= 0 {
 		return take, ask
 	}
@@ -99,15 +105,15 @@ func balance(me string, claims []claim, live map[string]bool, steals int, order 
 	return take, ask
 }
 
-// preferOwn returns the order in which me takes free leases: by the rank
-// of me in each shard's rendezvous order of the live instances (the
-// instances sorted by their hash with the shard, highest first), shuffled
-// within a rank. Instances that see the same live instances put disjoint
-// sets of free leases first (the shards that fall to each one), and where
-// one stops at its share, the shards it leaves go next to the instance
-// ranked second for them: a fleet starting together splits the shards in
-// one cycle instead of racing for the same ones.
-func preferOwn(me string, live map[string]bool, shuffle func([]claim)) func([]claim) {
+// planFree plans who takes the free (and expired) leases: in the order of
+// their shard ids, each goes to the first instance with room (fewer than
+// share, counts moved as the plan goes) in the shard's rendezvous order
+// of the live instances and me; to nobody ("") when none has room. Every instance that scanned the same table
+// makes the same plan, and one that scanned it after others took their
+// part makes nearly the same: instances take disjoint leases, each up to
+// its share, in one cycle, instead of racing for the same ones and
+// trying again a cycle later.
+func planFree(free []claim, counts map[string]int, live map[string]bool, me string, share int) []planned {
 	ids := make([]string, 0, len(live)+1)
 	for id := range live {
 		ids = append(ids, id)
@@ -115,27 +121,32 @@ func preferOwn(me string, live map[string]bool, shuffle func([]claim)) func([]cl
 	if !live[me] {
 		ids = append(ids, me)
 	}
-	return func(cl []claim) {
-		shuffle(cl)
-		rank := make(map[string]int, len(cl))
-		for _, c := range cl {
-			rank[c.shard] = rankOf(c.shard, me, ids)
+	slices.SortFunc(free, func(a, b claim) int { return cmp.Compare(a.shard, b.shard) })
+	plan := make([]planned, 0, len(free))
+	order := make([]string, len(ids))
+	hash := make(map[string]uint64, len(ids))
+	for _, c := range free {
+		for _, id := range ids {
+			hash[id] = rendezvous(c.shard, id)
 		}
-		slices.SortStableFunc(cl, func(a, b claim) int { return cmp.Compare(rank[a.shard], rank[b.shard]) })
-	}
-}
-
-// rankOf is the place of me in a shard's rendezvous order of ids: 0 when
-// the shard falls to me, 1 when me comes second, and so on.
-func rankOf(shard, me string, ids []string) int {
-	mine := rendezvous(shard, me)
-	rank := 0
-	for _, id := range ids {
-		if h := rendezvous(shard, id); id != me && (h > mine || (h == mine && id < me)) {
-			rank++
+		copy(order, ids)
+		slices.SortFunc(order, func(a, b string) int {
+			if d := cmp.Compare(hash[b], hash[a]); d != 0 {
+				return d
+			}
+			return cmp.Compare(a, b)
+		})
+		to := ""
+		for _, id := range order {
+			if counts[id] < share {
+				to = id
+				counts[id]++
+				break
+			}
 		}
+		plan = append(plan, planned{claim: c, to: to})
 	}
-	return rank
+	return plan
 }
 
 func rendezvous(shard, instance string) uint64 {

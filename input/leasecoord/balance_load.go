@@ -60,15 +60,17 @@ const (
 // moves in hundreds of cycles, none back).
 //
 // With no lease measured, or less than loadFloor measured in all, it is
-// balance (order is used only then: by load, the plan needs no shuffle).
-func balanceLoad(me string, claims []claim, live map[string]bool, steals int, order func([]claim)) (take, ask []claim) {
+// balance.
+func balanceLoad(me string, claims []claim, live map[string]bool, steals int) (take, ask []claim) {
 	weight, ok := leaseWeights(claims)
 	if !ok {
-		return balance(me, claims, live, steals, order)
+		return balance(me, claims, live, steals)
 	}
 	b := newLoadBook(me, claims, live, weight)
 	for _, c := range b.splitFree() {
-		if c.to == me {
+		// An overdue lease was not taken by the instance it fell to: the
+		// first that sees it takes it, and the balance corrects the rest.
+		if c.to == me || c.overdue {
 			take = append(take, c.claim)
 		}
 	}

@@ -76,9 +76,7 @@ func (s *loadSim) step(t *testing.T) (moves int) {
 		if !s.together {
 			seen = s.claims()
 		}
-		take, ask := balanceLoad(me, seen, s.live, s.steals, func(c []claim) {
-			s.rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
-		})
+		take, ask := balanceLoad(me, seen, s.live, s.steals)
 		if len(ask) > s.steals {
 			t.Fatalf("round %d: %s asked for %d leases, steals %d", s.round, me, len(ask), s.steals)
 		}
@@ -378,7 +376,7 @@ func TestBalanceLoadRule(t *testing.T) {
 					claims[i].asked = tc.me
 				}
 			}
-			take, ask := balanceLoad(tc.me, claims, live, tc.steals, noShuffle)
+			take, ask := balanceLoad(tc.me, claims, live, tc.steals)
 			if !slices.Equal(shards(take), tc.take) || !slices.Equal(shards(ask), tc.ask) {
 				t.Fatalf("took %v, asked %v; want %v and %v", shards(take), shards(ask), tc.take, tc.ask)
 			}
@@ -419,8 +417,8 @@ func TestBalanceLoadFallsBackToCount(t *testing.T) {
 					claims = append(claims, c)
 				}
 				me, steals := ids[rng.IntN(len(ids))], rng.IntN(4)
-				take, ask := balanceLoad(me, claims, live, steals, noShuffle)
-				wantTake, wantAsk := balance(me, claims, live, steals, noShuffle)
+				take, ask := balanceLoad(me, claims, live, steals)
+				wantTake, wantAsk := balance(me, claims, live, steals)
 				if !slices.Equal(take, wantTake) || !slices.Equal(ask, wantAsk) {
 					t.Fatalf("%s on %v: took %v, asked %v; balance takes %v, asks %v", me, claims, take, ask, wantTake, wantAsk)
 				}

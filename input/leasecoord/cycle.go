@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
@@ -90,6 +89,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			asked = c.me // asked, and the scan does not show it yet
 		}
 		cl := claim{shard: it.ShardID, owner: it.Owner, expired: c.view.expired(it, now), asked: asked}
+		cl.overdue = (it.Owner == "" || cl.expired) && c.view.overdue(it, now)
 		if it.Owner == c.me {
 			cl.load, cl.measured = mine[it.ShardID]
 		} else if it.Owner != "" {
@@ -125,10 +125,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			why = "load"
 		}
 	}
-	live := c.view.live(now)
-	take, ask := decide(c.me, claims, live, c.steals, preferOwn(c.me, live, func(cl []claim) {
-		rand.Shuffle(len(cl), func(i, j int) { cl[i], cl[j] = cl[j], cl[i] })
-	}))
+	take, ask := decide(c.me, claims, c.view.live(now), c.steals)
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
 			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)

@@ -30,6 +30,8 @@ type leaseView struct {
 	// lease period later it waits for instances it sees for the first time
 	// to move before it takes free leases (see settling).
 	started time.Time
+	// settled is when that wait ended.
+	settled time.Time
 	// asked holds the shards this instance asked the holders of for, and
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
@@ -161,15 +163,40 @@ func (v *leaseView) settling(now time.Time) (time.Time, bool) {
 		v.started = now
 	}
 	until := v.started.Add(v.period / 2)
-	if !now.Before(until) {
-		return time.Time{}, false
-	}
-	for id, s := range v.workers {
-		if id != v.me && !s.moved {
-			return until, true
+	if now.Before(until) {
+		for id, s := range v.workers {
+			if id != v.me && !s.moved {
+				return until, true
+			}
 		}
 	}
+	if v.settled.IsZero() {
+		v.settled = now
+	}
 	return time.Time{}, false
+}
+
+// overdue reports whether a free or expired lease has been so for half a
+// lease period since this instance took part in the balance: the
+// instance the plan gave it to (planFree) has not taken it, and anyone
+// with room may.
+func (v *leaseView) overdue(it lease.Shard, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.settled.IsZero() {
+		return false
+	}
+	from, ok := v.since[it.ShardID]
+	if it.Owner != "" {
+		from, ok = v.expiresAt(it.ShardID, it.Owner)
+	}
+	if !ok {
+		return false
+	}
+	if v.settled.After(from) {
+		from = v.settled
+	}
+	return now.Sub(from) >= v.period/2
 }
 
 // dead reports whether an instance is known dead: its worker item was
