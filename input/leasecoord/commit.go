@@ -20,13 +20,11 @@ import (
 func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
-	var errs []error
-	if time.Since(c.beat) >= c.period/3 {
-		errs = append(errs, c.heartbeat(ctx))
-	}
 	now := time.Now()
-	for _, id := range c.book.fence(now) {
-		c.st.Log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.Name, id, c.period)
+	c.fenced(c.book.fence(now))
+	var errs []error
+	if now.Sub(c.beat) >= c.period/3 {
+		errs = append(errs, c.heartbeat(ctx))
 	}
 	ws := c.book.due()
 	errs = append(errs, c.writeAll(ctx, ws))
@@ -62,9 +60,16 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	}
 	if err == nil {
 		c.beat = sent
-		c.book.beaten(sent)
+		c.fenced(c.book.beaten(sent))
 	}
 	return err
+}
+
+// fenced reports the leases just fenced: not renewed for a lease period.
+func (c *leaseCoordinator) fenced(ids []string) {
+	for _, id := range ids {
+		c.st.Log.Warnf("stream %s shard %s: its lease could not be renewed for %v: stopped reading it until a renewal succeeds (what was handed out still counts when acknowledged)", c.st.Name, id, c.period)
+	}
 }
 
 // writeAll makes writes of held leases, leaseWriters at a time (saveMu

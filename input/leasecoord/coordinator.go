@@ -220,7 +220,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 	}
 	c.saveMu.Lock()
 	c.beat = sent
-	c.book.beaten(sent)
+	c.fenced(c.book.beaten(sent))
 	c.saveMu.Unlock()
 	return nil
 }

@@ -187,14 +187,19 @@ func (b *leaseBook) validFrom(h *heldLease) time.Time {
 	return h.renewed
 }
 
-// beaten records a successful heartbeat, sent at sent: every lease held
-// is renewed.
-func (b *leaseBook) beaten(sent time.Time) {
+// beaten records a successful heartbeat, sent at sent: every lease still
+// held at sent is renewed. One that had lapsed by then (a process paused
+// for longer than a lease period, then woken) is fenced first: another
+// instance may have taken it meanwhile, and only a write of its own item
+// at its counter shows it did not. A heartbeat never revives a lease.
+func (b *leaseBook) beaten(sent time.Time) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	fenced = b.fenceLocked(sent)
 	if sent.After(b.beat) {
 		b.beat = sent
 	}
+	return fenced
 }
 
 // readerState reports whether g reads its lease now, and whether the lease
@@ -245,6 +250,11 @@ func (b *leaseBook) ending(g *leaseGrant, last *checkpoint.Position) (leaseWrite
 func (b *leaseBook) fence(now time.Time) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.fenceLocked(now)
+}
+
+// fenceLocked is fence; must hold b.mu.
+func (b *leaseBook) fenceLocked(now time.Time) (fenced []string) {
 	for id, h := range b.held {
 		if h.state == leaseHeld && now.Sub(b.validFrom(h)) >= b.period {
 			h.state = leaseFenced

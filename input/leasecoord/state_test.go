@@ -756,3 +756,46 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 	}
 	t.Fatalf("not balanced two lease periods after the start: %v", held)
 }
+
+// TestLeasePausedHolderIsNotRevivedByItsHeartbeat: a holder paused for
+// longer than a lease period (SIGSTOP) wakes up and its heartbeat
+// succeeds. The leases that lapsed meanwhile are fenced, not renewed by
+// that heartbeat: its reader hands out nothing more, and the lease another
+// instance took meanwhile is lost at its first write. (A heartbeat that
+// renewed every lease it found in the book let the woken reader hand out
+// records of a shard another instance read by then.)
+func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
+	t.Parallel()
+	const period = 300 * time.Millisecond
+	m := lease.NewMemory()
+	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, a, "s0")
+	b := newTestLeaseCoordinator(t, m, "b", period)
+	skipStartWait(b)
+	// a is paused: it writes nothing, while b watches.
+	for end := time.Now().Add(3 * period); time.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
+		time.Sleep(b.Cycle(t.Context(), everyShard))
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "b" {
+		t.Fatalf("b did not take the lease of a paused holder: %+v", it)
+	}
+	// a wakes: its first commit beats, and must not revive the lease.
+	_ = a.Commit(t.Context())
+	if st, held := a.book.stateOf("s0"); held && st == leaseHeld {
+		t.Fatal("the heartbeat of a woken holder revived a lease that had lapsed")
+	}
+	if g.Until().After(time.Now()) {
+		t.Fatalf("the woken reader may hand out records until %v", g.Until())
+	}
+	if rec.get() == nil {
+		t.Fatal("the woken reader was not stopped")
+	}
+	if _, ok := a.Acquire("s0", func(error) {}); ok {
+		t.Fatal("a lapsed lease was granted after the heartbeat")
+	}
+	_ = a.Commit(t.Context()) // the fenced lease's write finds it taken
+	if _, held := a.book.stateOf("s0"); held {
+		t.Fatal("a lease taken by another instance is still in the woken holder's book")
+	}
+}
