@@ -256,7 +256,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Default("").
 						LintRule(endpointLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
 					service.NewDurationField(fDynamoLeasePeriod).
-						Description("An instance that has not renewed a lease for this long loses it to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB writes and more slack for pauses. A dead instance's shards are read again within about 1.7 lease periods.").
+						Description("An instance whose heartbeat (one write every third of this) and lease have not moved for this long loses the lease to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB calls (a heartbeat and a scan of the table per instance every third of it) and more slack for pauses. A dead instance's shards are read again within about 1.5 lease periods.").
 						Default("10s").
 						LintRule(durationAtLeast(fCheckpoint+"."+fDynamo+"."+fDynamoLeasePeriod, 1000, "1s")),
 					service.NewStringField(fDynamoInstanceID).
