@@ -22,8 +22,9 @@ const (
 
 // BenchmarkLeaseTableScale runs inputs sharing one stream through one
 // lease table in this process, with the fake Kinesis and dynalite behind a
-// proxy that counts the DynamoDB calls by operation: 1,024 shards over 16
-// instances at lease_period 10s, and 32 shards over 4 at lease_period 2s.
+// proxy that counts the DynamoDB calls by operation: 64 shards over 4
+// instances, 256 over 8 and 1,024 over 16 at lease_period 10s, and 32
+// shards over 4 at lease_period 2s.
 // Each reports the time from the start until the shards are balanced
 // (every shard owned, the instances within one of each other), in seconds
 // and in lease periods, the DynamoDB calls per second in steady state
@@ -36,6 +37,8 @@ func BenchmarkLeaseTableScale(b *testing.B) {
 		shards, instances int
 		period            time.Duration
 	}{
+		{64, 4, 10 * time.Second},
+		{256, 8, 10 * time.Second},
 		{1024, 16, 10 * time.Second},
 		{32, 4, 2 * time.Second},
 	} {
