@@ -642,6 +642,17 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	}
 }
 
+// holderAndWatcher starts instance a, which takes shard s0 and grants a
+// reader, and instance b on the same table.
+func holderAndWatcher(t *testing.T, period time.Duration) (*lease.Memory, *leaseCoordinator, *leaseCoordinator, *leaseGrant, *stopRecorder) {
+	t.Helper()
+	m := lease.NewMemory()
+	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, a, "s0")
+	return m, a, newTestLeaseCoordinator(t, m, "b", period), g, rec
+}
+
 // TestLeaseRenewedByTheHeartbeatAlone: a held lease whose checkpoint stays
 // is never written: the instance's heartbeat renews it, and another
 // instance does not count it expired while that heartbeat moves. Once the
@@ -651,11 +662,7 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 func TestLeaseRenewedByTheHeartbeatAlone(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m := lease.NewMemory()
-	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
-	a.Cycle(t.Context(), everyShard)
-	g, rec := mustGrant(t, a, "s0")
-	b := newTestLeaseCoordinator(t, m, "b", period)
+	m, a, b, g, rec := holderAndWatcher(t, period)
 	taken := itemOf(t, m, "s0")
 
 	step := func() {
@@ -770,11 +777,7 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m := lease.NewMemory()
-	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
-	a.Cycle(t.Context(), everyShard)
-	g, rec := mustGrant(t, a, "s0")
-	b := newTestLeaseCoordinator(t, m, "b", period)
+	m, a, b, g, rec := holderAndWatcher(t, period)
 	skipStartWait(b)
 	// a is paused: it writes nothing, while b watches.
 	for end := time.Now().Add(3 * period); time.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
