@@ -31,6 +31,7 @@ type config struct {
 	StartTimestamp time.Time
 
 	PollingInterval time.Duration
+	PollingIdle     time.Duration
 	PollingLimit    int32
 
 	CheckpointLimit int
@@ -222,6 +223,12 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	}
 	if c.PollingInterval < polling.MinInterval {
 		return c, fieldError(fPolling+"."+fPollingInterval, c.PollingInterval, "must be at least %v: Kinesis allows 5 GetRecords calls per second per shard", polling.MinInterval)
+	}
+	if c.PollingIdle, err = pol.FieldDuration(fPollingIdleInterval); err != nil {
+		return c, err
+	}
+	if c.PollingIdle < c.PollingInterval {
+		return c, fieldError(fPolling+"."+fPollingIdleInterval, c.PollingIdle, "must be at least polling.interval (%v); equal to it, an idle shard is read as often as a busy one", c.PollingInterval)
 	}
 	limit, err := pol.FieldInt(fPollingLimit)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
@@ -29,6 +31,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"two regions", "streams: ['arn:aws:kinesis:us-east-1:123456789012:stream/a', 'arn:aws:kinesis:eu-west-1:123456789012:stream/b']", []string{"field streams", "eu-west-1", "us-east-1"}},
 		{"duplicate stream", "streams: [a, a]", []string{"field streams", "listed twice"}},
 		{"polling too fast", base + "polling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
+		{"idle polling faster than busy", base + "polling: {interval: 1s, idle_interval: 500ms}", []string{"field polling.idle_interval", `"500ms"`, "at least polling.interval (1s)"}},
 		{"polling limit", base + "polling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
 		{"checkpoint limit", base + "checkpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
 		// Before, any positive limit was taken, and with this one the
@@ -94,7 +97,7 @@ func TestConfigDefaults(t *testing.T) {
 	if c.Reader != readerEFO || c.EFO.Registration != registrationLazy || c.EFO.ConsumerName != "app" {
 		t.Errorf("efo defaults: %+v", c)
 	}
-	if f, ok := c.Coordination.(fileConfig); !ok || f.Dir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate {
+	if f, ok := c.Coordination.(fileConfig); !ok || f.Dir != defaultCheckpointDir || c.CheckpointLimit != 1024 || c.StartFrom != startLatest || !c.Deaggregate || c.PollingIdle != polling.DefaultIdleInterval {
 		t.Errorf("defaults: %+v", c)
 	}
 	if len(c.Streams) != 2 || c.Streams[1].Name != "clicks" || c.Streams[1].ARN == "" {

@@ -208,9 +208,10 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	s.firstSeen = in.firstSeen(ref.Name, at)
 	if in.conf.Reader == readerPolling {
 		s.pub = polling.New(client, s.arn, polling.Options{
-			Interval: in.conf.PollingInterval,
-			Limit:    in.conf.PollingLimit,
-			Logger:   in.log,
+			Interval:     in.conf.PollingInterval,
+			IdleInterval: in.conf.PollingIdle,
+			Limit:        in.conf.PollingLimit,
+			Logger:       in.log,
 			Throttled: func(shardID string) {
 				in.metrics.throttles.Incr(1, ref.Name, shardID)
 			},

@@ -36,6 +36,7 @@ const (
 	fEFODeregisterOnClose   = "deregister_on_close"
 	fPolling                = "polling"
 	fPollingInterval        = "interval"
+	fPollingIdleInterval    = "idle_interval"
 	fPollingLimit           = "limit"
 	fCheckpoint             = "checkpoint"
 	fCheckpointDir          = "dir"
@@ -225,6 +226,10 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					Description("The gap between two GetRecords calls on one shard; at least 200ms (Kinesis allows 5 calls per second per shard, shared by every polling consumer).").
 					Default("200ms").
 					LintRule(durationAtLeast(fPolling+"."+fPollingInterval, 200, "200ms: Kinesis allows 5 GetRecords calls per second per shard")),
+				service.NewDurationField(fPollingIdleInterval).
+					Description("The longest gap between two GetRecords calls on an idle shard. Each read that comes back empty at the shard's tip (no records, `MillisBehindLatest` 0) doubles the gap from `interval`, up to this; the first read that brings records, or finds the shard behind, brings it back to `interval`. 512 idle shards then make 256 calls a second instead of 2,560, and a record written after an idle spell is read within about this long. Equal to `interval`: never back off.").
+					Default("2s").
+					Advanced(),
 				service.NewIntField(fPollingLimit).
 					Description("The most records one GetRecords call returns, 1 to 10000. A call asks for fewer when the shard's records are large enough that fewer make 1 MiB: five such calls a second already exceed a shard's 2 MiB/s read quota, and a larger read would only hold more memory per shard.").
 					Default(10000).

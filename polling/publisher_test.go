@@ -286,3 +286,71 @@ func TestSilentEndpointIsWarnedAndRetried(t *testing.T) {
 		t.Fatalf("warnings %q, want 3 naming the endpoint", logs.lines)
 	}
 }
+
+// TestIdleShardBacksOffAndWakesOnRecords: reads that come back empty at
+// the shard's tip space the calls out, doubling from interval up to
+// idle_interval; a record written meanwhile is read within idle_interval,
+// and the call after a read that brought records comes an interval later
+// again.
+func TestIdleShardBacksOffAndWakesOnRecords(t *testing.T) {
+	t.Parallel()
+	const idle = 800 * time.Millisecond
+	api := &fakeAPI{perCall: 10}
+	p := New(api, "arn:stream", Options{IdleInterval: idle})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan time.Time, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Read(ctx, "shardId-0", shard.Start{Kind: shard.TrimHorizon}, func(_ context.Context, b shard.Batch) error {
+			if len(b.Records) > 0 {
+				got <- time.Now()
+			}
+			return nil
+		})
+	}()
+	calls := func() []time.Time {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		return append([]time.Time(nil), api.getTimes...)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 10 s: %s", what)
+			}
+		}
+	}
+	waitFor("6 empty reads", func() bool { return len(calls()) >= 6 })
+	times := calls()
+	const tolerance = 30 * time.Millisecond
+	want := []time.Duration{400 * time.Millisecond, 800 * time.Millisecond, idle, idle}
+	for i, w := range want {
+		if gap := times[i+2].Sub(times[i+1]); gap < w-tolerance || gap > w+10*tolerance {
+			t.Fatalf("gap %d between empty reads %v, want about %v (gaps double from the interval up to idle_interval)", i+2, gap, w)
+		}
+	}
+
+	api.mu.Lock()
+	api.records = 3 // written now, during the idle spell
+	api.mu.Unlock()
+	written := time.Now()
+	var readAt time.Time
+	select {
+	case readAt = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a record written to an idle shard was not read within 5 s")
+	}
+	if d := readAt.Sub(written); d > idle+10*tolerance {
+		t.Fatalf("a record written to an idle shard was read after %v, want within idle_interval (%v)", d, idle)
+	}
+	n := len(calls())
+	waitFor("the call after the read with records", func() bool { return len(calls()) > n })
+	times = calls()
+	if gap := times[n].Sub(times[n-1]); gap > MinInterval+10*tolerance {
+		t.Fatalf("after a read with records the next call came %v later, want the interval (%v)", gap, MinInterval)
+	}
+	cancel()
+	<-done
+}

@@ -31,6 +31,9 @@ type idleResult struct {
 	cpu        time.Duration // during the idle window
 	window     time.Duration
 	goroutines int
+	// wake is how long a record written at the end of the idle window took
+	// to be read (the input's received count moved).
+	wake time.Duration
 }
 
 // busyPerShard is the backlog per shard the busy runs drain.
@@ -47,8 +50,8 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 			if err != nil {
 				return fmt.Errorf("%s, %d shards: %w", reader, n, err)
 			}
-			fmt.Fprintf(stderr, "%s %d shards: all read after %v, RSS %.1f MiB, CPU %v in %v, %d goroutines\n",
-				reader, n, r.allReading.Round(time.Millisecond), mib(r.rss), r.cpu.Round(time.Millisecond), window, r.goroutines)
+			fmt.Fprintf(stderr, "%s %d shards: all read after %v, RSS %.1f MiB, CPU %v in %v, %d goroutines, a record after the idle spell read in %v\n",
+				reader, n, r.allReading.Round(time.Millisecond), mib(r.rss), r.cpu.Round(time.Millisecond), window, r.goroutines, r.wake.Round(time.Millisecond))
 			results = append(results, r)
 
 			c.records, c.size = n*busyPerShard, 200
@@ -73,11 +76,11 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 	defer printBusy(stdout, readers, shardCounts, busy)
 	fmt.Fprintf(stdout, "the benthos-kinesis binary as a process reading empty streams, fake with AWS's quotas on; figures after %v idle with every shard read\n\n", window)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\tshards\tall read after s\tRSS MiB\tRSS KiB/shard\tCPU %\tgoroutines\tgoroutines/shard\t")
+	fmt.Fprintln(tw, "reader\tshards\tall read after s\tRSS MiB\tRSS KiB/shard\tCPU %\tgoroutines\tgoroutines/shard\twake ms\t")
 	for _, r := range results {
 		perShard := float64(r.rss) / 1024 / float64(r.shards)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%.2f\t\n", r.reader, r.shards, r.allReading.Seconds(), mib(r.rss), perShard,
-			100*r.cpu.Seconds()/r.window.Seconds(), r.goroutines, float64(r.goroutines)/float64(r.shards))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t%d\t%.2f\t%.0f\t\n", r.reader, r.shards, r.allReading.Seconds(), mib(r.rss), perShard,
+			100*r.cpu.Seconds()/r.window.Seconds(), r.goroutines, float64(r.goroutines)/float64(r.shards), float64(r.wake.Microseconds())/1000)
 	}
 	return tw.Flush()
 }
@@ -133,7 +136,27 @@ func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idle
 	res.cpu = procCPU(cmd.Process.Pid) - cpu0
 	res.rss = procStatus(cmd.Process.Pid, "VmRSS")
 	res.goroutines = int(metricValue("http://"+addr+"/metrics", "go_goroutines"))
+	if res.wake, err = wakeLatency(f, stream, "http://"+addr+"/metrics"); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// wakeLatency writes one record to the idle stream and returns how long it
+// took until the input counted it received (metrics scraped every 5 ms).
+func wakeLatency(f *fake, stream, url string) (time.Duration, error) {
+	before := metricSum(url, "input_received")
+	put := time.Now()
+	if _, _, err := f.srv.Put(stream, "wake", []byte("after an idle spell")); err != nil {
+		return 0, err
+	}
+	for time.Since(put) < 30*time.Second {
+		if metricSum(url, "input_received") > before {
+			return time.Since(put), nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("a record written after the idle spell was not read within 30 s")
 }
 
 // shardsRead counts the shards with a kinesis_millis_behind_latest series:
@@ -166,6 +189,25 @@ func metricValue(url, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// metricSum is the sum of a metric's series, whatever their labels.
+func metricSum(url, name string) float64 {
+	body, err := fetch(url)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			f, _ := strconv.ParseFloat(line[i+1:], 64)
+			sum += f
+		}
+	}
+	return sum
 }
 
 // procCPU is the user and system time of a process so far.
