@@ -2,7 +2,6 @@ package efo
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -37,18 +36,6 @@ func (s *silentThenActive) DescribeStreamConsumer(context.Context, *kinesis.Desc
 	}}, nil
 }
 
-type warnLog struct {
-	logging.NopLogger
-	mu    sync.Mutex
-	lines []string
-}
-
-func (w *warnLog) Warnf(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lines = append(w.lines, fmt.Sprintf(format, args...))
-}
-
 // TestSilentEndpointIsWarnedWhileWaitingForTheConsumer: a describe that got
 // no answer within the client's deadline is retried and warned about with
 // the endpoint. Before, it was a debug line only, and a start waiting for a
@@ -56,15 +43,13 @@ func (w *warnLog) Warnf(format string, args ...any) {
 func TestSilentEndpointIsWarnedWhileWaitingForTheConsumer(t *testing.T) {
 	t.Parallel()
 	api := &silentThenActive{silent: 2}
-	logs := &warnLog{}
+	logs := &logging.Recorder{}
 	c, err := Describe(context.Background(), api, "arn:aws:kinesis:us-east-1:123456789012:stream/s", "app", WaitOptions{BackoffInitial: time.Millisecond, Logger: logs})
 	if err != nil || c.Status != types.ConsumerStatusActive {
 		t.Fatalf("Describe: %+v, %v", c, err)
 	}
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	if len(logs.lines) != 2 || !strings.Contains(logs.lines[0], "no answer from http://127.0.0.1:9") {
-		t.Fatalf("warnings %q, want 2 naming the endpoint", logs.lines)
+	if warns := logs.Warnings(); len(warns) != 2 || !strings.Contains(warns[0], "no answer from http://127.0.0.1:9") {
+		t.Fatalf("warnings %q, want 2 naming the endpoint", warns)
 	}
 }
 

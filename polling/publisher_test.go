@@ -3,7 +3,6 @@ package polling
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,19 +244,6 @@ func TestFatalAndRetryLimitErrors(t *testing.T) {
 	}
 }
 
-// warnings records what a reader warns about.
-type warnings struct {
-	logging.NopLogger
-	mu    sync.Mutex
-	lines []string
-}
-
-func (w *warnings) Warnf(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lines = append(w.lines, fmt.Sprintf(format, args...))
-}
-
 // TestSilentEndpointIsWarnedAndRetried: a GetRecords call that got no answer
 // within the client's deadline is retried without counting towards the
 // retry limit, and warned about with the endpoint. Before, such a failure
@@ -273,17 +259,15 @@ func TestSilentEndpointIsWarnedAndRetried(t *testing.T) {
 		}
 		return nil
 	}
-	logs := &warnings{}
+	logs := &logging.Recorder{}
 	p := New(api, "arn:stream", Options{BackoffInitial: time.Millisecond, RetryLimit: 1, Logger: logs})
 	seqs, _, err := collect(t, p, shard.Start{Kind: shard.TrimHorizon}, 1000)
 	if err != nil {
 		t.Fatalf("a silent endpoint ended the read (it must be retried, never counted): %v", err)
 	}
 	checkSequence(t, seqs, 1, 10)
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	if len(logs.lines) != 3 || !strings.Contains(logs.lines[0], "no answer from http://127.0.0.1:9") {
-		t.Fatalf("warnings %q, want 3 naming the endpoint", logs.lines)
+	if warns := logs.Warnings(); len(warns) != 3 || !strings.Contains(warns[0], "no answer from http://127.0.0.1:9") {
+		t.Fatalf("warnings %q, want 3 naming the endpoint", warns)
 	}
 }
 

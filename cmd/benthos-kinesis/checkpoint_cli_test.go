@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,19 +20,9 @@ import (
 // holds it) and from a lease table, as a table and as JSON.
 func TestCheckpointShow(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	arn := srv.StreamARN("orders")
-	show := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, args...)...)
-		cmd.Env = fakeAWSEnv()
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	show := command(bin, "checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca)
 	// Positions of shard 0 (at its start); shard 1 is closed by a split,
 	// so that its end is one the listing allows.
 	listed, err := srv.Shards("orders")
@@ -122,19 +111,9 @@ func TestCheckpointShow(t *testing.T) {
 // not exist is an error saying so (before: exit 0 and "no checkpoint").
 func TestCheckpointShowBrokenFileAndMissingDir(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	arn := srv.StreamARN("orders")
-	show := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, args...)...)
-		cmd.Env = fakeAWSEnv()
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	show := command(bin, "checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca)
 	cpDir := filepath.Join(dir, "cp")
 	if err := os.MkdirAll(cpDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -28,12 +28,7 @@ import (
 // children, a position inside a KPL aggregate and one on a plain record.
 func TestCheckpointImport(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	const s0, s1, s2, s3 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002", "shardId-000000000003"
 	put := func(shard, prefix string, n int) {
 		t.Helper()
@@ -84,24 +79,7 @@ func TestCheckpointImport(t *testing.T) {
 	}
 	d := emulator.Dynalite(t)
 	ddb := d.Client()
-	createTable := func(t *testing.T, name string, keys ...string) {
-		t.Helper()
-		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
-		for i, k := range keys {
-			kt := types.KeyTypeHash
-			if i > 0 {
-				kt = types.KeyTypeRange
-			}
-			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
-			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
-		}
-		if _, err := ddb.CreateTable(t.Context(), in); err != nil {
-			t.Fatal(err)
-		}
-		if err := dynamodb.NewTableExistsWaiter(ddb).Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createTable := func(t *testing.T, name string, keys ...string) { createStringKeyTable(t, ddb, name, keys...) }
 	putItem := func(t *testing.T, table string, item map[string]string, numbers map[string]string) {
 		t.Helper()
 		av := map[string]types.AttributeValue{}
@@ -115,12 +93,7 @@ func TestCheckpointImport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	importCmd := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"checkpoint", "import", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint}, args...)...)
-		cmd.Env = fakeAWSEnv()
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	importCmd := command(bin, "checkpoint", "import", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint)
 
 	t.Run("aws_kinesis into the local store", func(t *testing.T) {
 		t.Parallel()
@@ -181,12 +154,7 @@ func TestCheckpointImport(t *testing.T) {
 		if _, err := tb.Take(t.Context(), it, "ghost"); err != nil {
 			t.Fatal(err)
 		}
-		set := func(args ...string) (string, error) {
-			cmd := exec.Command(bin, append([]string{"checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint, "--table", "leases", "--to-latest"}, args...)...)
-			cmd.Env = fakeAWSEnv()
-			out, err := cmd.CombinedOutput()
-			return string(out), err
-		}
+		set := command(bin, "checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint, "--table", "leases", "--to-latest")
 		if out, err := set(); err == nil || !strings.Contains(out, "shard "+s1+" is leased to ghost") {
 			t.Fatalf("set while a lease names an owner: %v\n%s", err, out)
 		}
@@ -257,12 +225,7 @@ func TestImportPlan(t *testing.T) {
 // shard, the number and the range.
 func TestCheckpointImportRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, _, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	const s0, s1 = "shardId-000000000000", "shardId-000000000001"
 	seqs := map[string]string{}
 	for _, id := range []string{s0, s1} {
@@ -284,21 +247,7 @@ func TestCheckpointImportRefusesWhatItCannotRead(t *testing.T) {
 		name := strings.NewReplacer(" ", "-", "/", "-", "'", "").Replace(t.Name())
 		name = name[strings.LastIndex(name, "-")+1:]
 		name = fmt.Sprintf("t%d-%s", len(t.Name()), name)
-		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
-		for i, k := range keys {
-			kt := types.KeyTypeHash
-			if i > 0 {
-				kt = types.KeyTypeRange
-			}
-			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
-			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
-		}
-		if _, err := ddb.CreateTable(t.Context(), in); err != nil {
-			t.Fatal(err)
-		}
-		if err := dynamodb.NewTableExistsWaiter(ddb).Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
-			t.Fatal(err)
-		}
+		createStringKeyTable(t, ddb, name, keys...)
 		for _, it := range items {
 			if _, err := ddb.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(name), Item: it}); err != nil {
 				t.Fatal(err)
@@ -393,4 +342,26 @@ func TestCheckpointImportRefusesWhatItCannotRead(t *testing.T) {
 			t.Fatalf("import once the KCL worker stopped: %v\n%s", err, out)
 		}
 	})
+}
+
+// createStringKeyTable creates a table whose key attributes are strings:
+// the first the hash key, a second the range key; it waits until it is
+// active.
+func createStringKeyTable(t *testing.T, ddb *dynamodb.Client, name string, keys ...string) {
+	t.Helper()
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+	for i, k := range keys {
+		kt := types.KeyTypeHash
+		if i > 0 {
+			kt = types.KeyTypeRange
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kt})
+	}
+	if _, err := ddb.CreateTable(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(ddb).Wait(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
 }

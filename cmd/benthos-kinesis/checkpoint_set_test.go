@@ -27,12 +27,7 @@ import (
 // holds the store, and without a place or with a wrong shard.
 func TestCheckpointSet(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	shards := []string{"shardId-000000000000", "shardId-000000000001"}
 	put := func(batch string) {
 		for i, id := range shards {
@@ -50,12 +45,7 @@ func TestCheckpointSet(t *testing.T) {
 	}
 	put("b")
 	cpDir := filepath.Join(dir, "cp")
-	set := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", cpDir}, args...)...)
-		cmd.Env = fakeAWSEnv()
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	set := command(bin, "checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", cpDir)
 
 	first := startPipeline(t, bin, srv, ca, "dir: "+cpDir, "run1")
 	waitLinesOrLog(t, first, 1)
@@ -164,12 +154,7 @@ func sameSet(a, b []string) bool {
 // goes on, replaces them; and every record of every shard arrives once.
 func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 7))
+	bin, _, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 7))
 	arn := srv.StreamARN("orders")
 	var want []string
 	for i := range 7 {

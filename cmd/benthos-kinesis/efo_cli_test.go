@@ -22,12 +22,7 @@ func TestEFOCommands(t *testing.T) {
 	}
 	srv, ca := startFake(t, t.TempDir(), kinesisfake.Stream("orders", 1),
 		kinesisfake.ConsumerActivationDelay(300*time.Millisecond), kinesisfake.ConsumerDeletionDelay(time.Hour))
-	efo := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append([]string{"efo"}, args...)...)
-		cmd.Env = fakeAWSEnv()
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	efo := command(bin, "efo")
 	common := []string{"--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}
 	named := append([]string{"--consumer-name", "app"}, common...)
 

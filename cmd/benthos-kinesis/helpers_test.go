@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,30 @@ import (
 // startFake starts the fake Kinesis over TLS (HTTP/2, as AWS serves
 // fan-out) for t, with opts, and writes its certificate to dir/ca.pem for
 // the binary to trust (tls.root_cas_file, --ca-file).
+// command returns a runner of the binary with the given leading arguments
+// and the fake's credentials: it returns the combined output.
+func command(bin string, lead ...string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(slices.Clone(lead), args...)...)
+		cmd.Env = fakeAWSEnv()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// binaryAndFake builds the binary and starts the fake Kinesis with opts,
+// its CA certificate in a fresh directory dir.
+func binaryAndFake(t *testing.T, opts ...kinesisfake.Opt) (bin, dir string, srv *kinesisfake.Server, caFile string) {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	srv, caFile = startFake(t, dir, opts...)
+	return bin, dir, srv, caFile
+}
+
 func startFake(t *testing.T, dir string, opts ...kinesisfake.Opt) (srv *kinesisfake.Server, caFile string) {
 	t.Helper()
 	srv, err := kinesisfake.New(append([]kinesisfake.Opt{kinesisfake.TLS()}, opts...)...)

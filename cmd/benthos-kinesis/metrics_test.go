@@ -20,12 +20,7 @@ import (
 // stream and shard as labels.
 func TestPrometheusMetrics(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 2))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 2))
 	for i := range 50 {
 		if _, _, err := srv.Put("orders", fmt.Sprint("key-", i%5), []byte(fmt.Sprint("order-", i))); err != nil {
 			t.Fatal(err)

@@ -52,15 +52,7 @@ output:
   drop: {}
 `, withPassword, filepath.Join(dir, "cp")))
 	logPath := filepath.Join(dir, "run.log")
-	start := time.Now()
-	cmd := run(t, bin, config, logPath)
-	line := waitForLogLine(t, logPath, start, "no answer from "+silent)
-	if !strings.Contains(line, "level=error") || !strings.Contains(line, "DescribeStreamSummary") {
-		t.Errorf("the report is not an error naming the call: %s", line)
-	}
-	if cmd.ProcessState != nil {
-		t.Fatalf("the binary exited (%v) instead of retrying", cmd.ProcessState)
-	}
+	reportedWhileRetrying(t, bin, config, logPath, silent, "DescribeStreamSummary")
 	if log, _ := os.ReadFile(logPath); strings.Contains(string(log), "hunter2") {
 		t.Errorf("the log shows the endpoint's password:\n%s", log)
 	}
@@ -73,12 +65,7 @@ output:
 // waited for ever on Connect's context, saying nothing.
 func TestSilentDynamoDBEndpointIsReportedByRun(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 1))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 1))
 	silent := emulator.Blackhole(t)
 	config := writeConfig(t, dir, fmt.Sprintf(`
 http: { enabled: false }
@@ -87,12 +74,19 @@ http: { enabled: false }
 output:
   drop: {}
 `, fakeInputHead(srv, ca), silent))
-	logPath := filepath.Join(dir, "run.log")
+	reportedWhileRetrying(t, bin, config, filepath.Join(dir, "run.log"), silent, "DescribeTable")
+}
+
+// reportedWhileRetrying runs the binary with config, logging to logPath,
+// until it logs that the endpoint silent gave no answer: an error naming
+// call, while the binary runs on (it retries).
+func reportedWhileRetrying(t *testing.T, bin, config, logPath, silent, call string) {
+	t.Helper()
 	start := time.Now()
 	cmd := run(t, bin, config, logPath)
 	line := waitForLogLine(t, logPath, start, "no answer from "+silent)
-	if !strings.Contains(line, "level=error") || !strings.Contains(line, "DescribeTable") {
-		t.Errorf("the report is not an error naming the call: %s", line)
+	if !strings.Contains(line, "level=error") || !strings.Contains(line, call) {
+		t.Errorf("the report is not an error naming the call %s: %s", call, line)
 	}
 	if cmd.ProcessState != nil {
 		t.Fatalf("the binary exited (%v) instead of retrying", cmd.ProcessState)
@@ -105,12 +99,7 @@ output:
 // waited for ever (45 s and 100 s when the cases were first tried).
 func TestSilentEndpointEndsCommands(t *testing.T) {
 	t.Parallel()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	srv, ca := startFake(t, dir, kinesisfake.Stream("orders", 1))
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 1))
 	silent := emulator.Blackhole(t)
 	for _, c := range []struct {
 		name string

@@ -135,7 +135,7 @@ func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idle
 	time.Sleep(window)
 	res.cpu = procCPU(cmd.Process.Pid) - cpu0
 	res.rss = procStatus(cmd.Process.Pid, "VmRSS")
-	res.goroutines = int(metricValue("http://"+addr+"/metrics", "go_goroutines"))
+	res.goroutines = int(metricSum("http://"+addr+"/metrics", "go_goroutines"))
 	if res.wake, err = wakeLatency(f, stream, "http://"+addr+"/metrics"); err != nil {
 		return res, err
 	}
@@ -175,20 +175,6 @@ func shardsRead(url string) int {
 		}
 	}
 	return n
-}
-
-func metricValue(url, name string) float64 {
-	body, err := fetch(url)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
-		}
-	}
-	return 0
 }
 
 // metricSum is the sum of a metric's series, whatever their labels.

@@ -68,6 +68,21 @@ func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period ti
 
 func everyShard(string) bool { return true }
 
+// loggedCoordinator loads a coordinator of instance me on m whose logs go
+// to the returned log, with no shard pinned yet.
+func loggedCoordinator(t *testing.T, m *lease.Memory, me string) (*leaseCoordinator, *syncLog, coord.FirstPin) {
+	t.Helper()
+	logs := &syncLog{}
+	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))))
+	lc := newLeaseCoordination(m, Options{InstanceID: me, LeasePeriod: time.Minute, StealLimit: 4})
+	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	first, err := c.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, logs, first
+}
+
 // skipStartWait ends the wait of a coordinator just started for the
 // instances it sees for the first time (leaseView.settling).
 func skipStartWait(c *leaseCoordinator) {
@@ -105,6 +120,18 @@ func itemOf(t *testing.T, m *lease.Memory, shardID string) lease.Shard {
 }
 
 var settledNow = func(context.Context) error { return nil }
+
+// askAsLiveInstance writes the worker item of instance by and its ask for
+// the lease of shardID.
+func askAsLiveInstance(t *testing.T, m *lease.Memory, shardID, by string) {
+	t.Helper()
+	if err := m.Heartbeat(t.Context(), testARN, by, "n"+by, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Ask(t.Context(), itemOf(t, m, shardID), by); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestLeaseFencedThenRenewedResumesAfterLastAck: the table is unreachable
 // for longer than a lease period while a batch is in the pipeline. The
@@ -199,16 +226,9 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	g, rec := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
 	// b was never scanned by a: its ask is fresher than a's last scan, and
-	// is honoured (before the redesign it was dropped as "not alive").
-	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", nil, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
-		t.Fatal(err)
-	}
-	c.book.mu.Lock()
-	c.book.held["s0"].renewed = time.Now().Add(-time.Minute / 2) // due for renewal
-	c.book.mu.Unlock()
+	// is honoured (before the redesign it was dropped as "not alive"). The
+	// commit's write of the acknowledged position answers with the ask.
+	askAsLiveInstance(t, m, "s0", "b")
 	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -454,14 +474,7 @@ func TestLeaseOfAnotherStreamUnderTheSameIDIsNotTaken(t *testing.T) {
 func TestMalformedLeaseItemIsReportedNotTaken(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	var logs syncLog
-	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&logs, nil)))))
-	lc := newLeaseCoordination(m, Options{InstanceID: "a", LeasePeriod: time.Minute, StealLimit: 4})
-	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
-	first, err := c.Load(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, logs, first := loggedCoordinator(t, m, "a")
 	shards := []coord.Shard{{ID: "s0", StartSeq: "1"}, {ID: "s1", StartSeq: "2"}}
 	if err := c.Pin(t.Context(), shards, first.Start, first.Due); err != nil {
 		t.Fatal(err)
@@ -543,14 +556,7 @@ func (l *syncLog) String() string              { l.mu.Lock(); defer l.mu.Unlock(
 func TestLeaseEndOnAnOpenShardIsReported(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	var logs syncLog
-	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&logs, nil)))))
-	lc := newLeaseCoordination(m, Options{InstanceID: "a", LeasePeriod: time.Minute, StealLimit: 4})
-	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
-	first, err := c.Load(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, logs, first := loggedCoordinator(t, m, "a")
 	listed := map[string]coord.Shard{"s0": {ID: "s0", StartSeq: "1", Listed: true}}
 	if err := c.Pin(t.Context(), []coord.Shard{listed["s0"]}, first.Start, first.Due); err != nil {
 		t.Fatal(err)
@@ -591,12 +597,7 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
-	if err := m.Heartbeat(t.Context(), testARN, "b", "nb", nil, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
-		t.Fatal(err)
-	}
+	askAsLiveInstance(t, m, "s0", "b")
 	c.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
 	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
 		t.Fatalf("lease %v, want handing over", st)
