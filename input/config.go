@@ -227,9 +227,9 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.PollingIdle, err = pol.FieldDuration(fPollingIdleInterval); err != nil {
 		return c, err
 	}
-	if c.PollingIdle < c.PollingInterval {
-		return c, fieldError(fPolling+"."+fPollingIdleInterval, c.PollingIdle, "must be at least polling.interval (%v); equal to it, an idle shard is read as often as a busy one", c.PollingInterval)
-	}
+	// Below interval (a longer interval than the default idle_interval, say)
+	// it never backs off: an idle shard is read as often as a busy one.
+	c.PollingIdle = max(c.PollingIdle, c.PollingInterval)
 	limit, err := pol.FieldInt(fPollingLimit)
 	if err != nil {
 		return c, err

@@ -31,7 +31,6 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"two regions", "streams: ['arn:aws:kinesis:us-east-1:123456789012:stream/a', 'arn:aws:kinesis:eu-west-1:123456789012:stream/b']", []string{"field streams", "eu-west-1", "us-east-1"}},
 		{"duplicate stream", "streams: [a, a]", []string{"field streams", "listed twice"}},
 		{"polling too fast", base + "polling: {interval: 50ms}", []string{"field polling.interval", `"50ms"`, "at least 200ms"}},
-		{"idle polling faster than busy", base + "polling: {interval: 1s, idle_interval: 500ms}", []string{"field polling.idle_interval", `"500ms"`, "at least polling.interval (1s)"}},
 		{"polling limit", base + "polling: {limit: 20000}", []string{"field polling.limit", `"20000"`}},
 		{"checkpoint limit", base + "checkpoint: {limit: 0}", []string{"field checkpoint.limit", `"0"`}},
 		// Before, any positive limit was taken, and with this one the
@@ -102,6 +101,12 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if len(c.Streams) != 2 || c.Streams[1].Name != "clicks" || c.Streams[1].ARN == "" {
 		t.Errorf("streams: %+v", c.Streams)
+	}
+	// An interval longer than idle_interval's default never backs off; it
+	// is not refused (before idle_interval existed, it was fine).
+	slow, err := newTestInput(t, "streams: [a]\nreader: polling\npolling: {interval: 3s}")
+	if err != nil || slow.conf.PollingIdle != 3*time.Second {
+		t.Errorf("polling.interval 3s: idle interval %v, %v; want 3s", slow.conf.PollingIdle, err)
 	}
 	if _, ok := c.Coordination.(*leaseConfig); ok {
 		t.Errorf("a lease table without checkpoint.dynamodb: %+v", c.Coordination)

@@ -227,7 +227,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					Default("200ms").
 					LintRule(durationAtLeast(fPolling+"."+fPollingInterval, 200, "200ms: Kinesis allows 5 GetRecords calls per second per shard")),
 				service.NewDurationField(fPollingIdleInterval).
-					Description("The longest gap between two GetRecords calls on an idle shard. Each read that comes back empty at the shard's tip (no records, `MillisBehindLatest` 0) doubles the gap from `interval`, up to this; the first read that brings records, or finds the shard behind, brings it back to `interval`. 512 idle shards then make 256 calls a second instead of 2,560, and a record written after an idle spell is read within about this long. Equal to `interval`: never back off.").
+					Description("The longest gap between two GetRecords calls on an idle shard. Each read that comes back empty at the shard's tip (no records, `MillisBehindLatest` 0) doubles the gap from `interval`, up to this; the first read that brings records, or finds the shard behind, brings it back to `interval`. 512 idle shards then make 256 calls a second instead of 2,560, and a record written after an idle spell is read within about this long. At or below `interval`: never back off (a shard is then read every `interval`, idle or not).").
 					Default("2s").
 					Advanced(),
 				service.NewIntField(fPollingLimit).
