@@ -3,6 +3,10 @@ package emulator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +59,36 @@ func TestDynaliteTable(t *testing.T) {
 	var failed *types.ConditionalCheckFailedException
 	if !errors.As(err, &failed) {
 		t.Fatalf("second conditional PutItem: got %v, want ConditionalCheckFailedException", err)
+	}
+}
+
+// TestDynaliteSurvivesAnAbandonedRequest: a client that closes its connection
+// half way through a request body (a canceled context, a killed instance)
+// leaves dynalite answering; unguarded, dynalite throws the request's
+// "aborted" error and exits.
+func TestDynaliteSurvivesAnAbandonedRequest(t *testing.T) {
+	t.Parallel()
+	d := Dynalite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(d.Endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+		"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 1000\r\n\r\n{\"Limit\":", conn.RemoteAddr())
+	// Half-closed, the request can never end: dynalite sees it aborted, and
+	// closes its side once it has handled that.
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("waiting for dynalite to close the abandoned request: %v", err)
+	}
+	if _, err := d.Client().ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("ListTables after an abandoned request: %v", err)
 	}
 }

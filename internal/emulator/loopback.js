@@ -10,10 +10,27 @@
 //   without racing other processes for a "free" one.
 // - The process exits when its parent (the test binary) is gone, and after
 //   BENTHOS_KINESIS_EMULATOR_LIFETIME_MS milliseconds in any case.
+// - A request its client abandons before the body is sent (a canceled
+//   context, a killed process) does not take the emulator down: dynalite
+//   throws the request's "aborted" error, which would end the process in the
+//   middle of a test that is fencing or killing instances on purpose.
 'use strict';
 
 const fs = require('fs');
+const http = require('http');
 const net = require('net');
+
+// The error a server-side request emits when its client closes the
+// connection before the request ended; nobody is left to answer, so the
+// event is dropped. Every other error is emitted as before.
+const originalEmit = http.IncomingMessage.prototype.emit;
+http.IncomingMessage.prototype.emit = function (event, ...args) {
+  if (event === 'error' && args[0] && args[0].code === 'ECONNRESET' &&
+    args[0].message === 'aborted' && this.socket && this.socket.server) {
+    return false;
+  }
+  return originalEmit.call(this, event, ...args);
+};
 
 const reportPath = process.env.BENTHOS_KINESIS_EMULATOR_REPORT;
 const originalListen = net.Server.prototype.listen;
