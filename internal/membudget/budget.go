@@ -1,0 +1,302 @@
+// Package membudget is a memory budget shared by every shard an input
+// reads: the bytes of records read and not yet acknowledged, and of the
+// reads under way. A reader takes room before it reads and gives it back
+// once what it read is acknowledged; while room is short, readers wait
+// their turn, first come first served, so that no shard starves while
+// others read.
+package membudget
+
+import (
+	"context"
+	"sync"
+)
+
+// Budget is a number of bytes shared by readers. Its methods are safe for
+// concurrent use. A nil *Budget has no limit: Take grants max at once.
+type Budget struct {
+	limit int64
+
+	mu   sync.Mutex
+	used int64
+	// waiters wait in the order they came; the first is served first.
+	waiters []*waiter
+	// report, when set, is told of every change of used, under mu (so a
+	// gauge never ends on a stale value).
+	report func(used int64)
+	// members are the readers sharing the budget (Join).
+	members  map[*Member]struct{}
+	arrivals uint64 // numbers the waiters in the order they came
+}
+
+// Member is one reader of a budget (Join). Its turn among the waiters
+// comes by the room it was granted so far: the reader that got least goes
+// first, so that while room is short the readers advance together, byte for
+// byte, rather than each in turn by what its reads happen to bring.
+type Member struct {
+	b      *Budget
+	served int64 // bytes granted since it joined, from the least of the others'
+}
+
+type memberKey struct{}
+
+// WithMember returns ctx carrying m: a Take with it takes its turn as m.
+func WithMember(ctx context.Context, m *Member) context.Context {
+	if m == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, memberKey{}, m)
+}
+
+type waiter struct {
+	member   *Member // nil: a Take without a member, served by arrival
+	arrival  uint64
+	min, max int64
+	granted  int64
+	ready    chan struct{}
+}
+
+// New returns a budget of limit bytes; report, when not nil, is told of
+// the bytes in use at every change.
+func New(limit int64, report func(used int64)) *Budget {
+	return &Budget{limit: limit, report: report}
+}
+
+// Limit is the budget's size in bytes.
+func (b *Budget) Limit() int64 { return b.limit }
+
+// Join counts a reader sharing the budget until it calls Leave. Take
+// grants no reader more than twice its fair share, the limit over the
+// readers,
+// so that while room is short every reader advances a little at a time;
+// and a Take whose context carries the member (WithMember) waits its turn
+// by the room the member got so far. A reader joins as having got the
+// least any other got: a shard read for the first time does not take its
+// turns back from those read for hours.
+func (b *Budget) Join() *Member {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := &Member{b: b}
+	first := true
+	for o := range b.members {
+		if first || o.served < m.served {
+			m.served, first = o.served, false
+		}
+	}
+	if b.members == nil {
+		b.members = map[*Member]struct{}{}
+	}
+	b.members[m] = struct{}{}
+	return m
+}
+
+// Leave ends m's share of the budget; it may be called more than once.
+func (m *Member) Leave() {
+	if m == nil {
+		return
+	}
+	m.b.mu.Lock()
+	defer m.b.mu.Unlock()
+	delete(m.b.members, m)
+}
+
+// Take waits until at least min bytes are free and no earlier reader waits,
+// then takes as many as are free, up to max (and twice the reader's fair
+// share, see Join), and returns how many. A min
+// larger than the whole budget gets the whole budget once nothing else is
+// in use: one read must always be possible. It fails only when ctx ends.
+func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
+	if b == nil {
+		return max, ctx.Err()
+	}
+	member, _ := ctx.Value(memberKey{}).(*Member)
+	b.mu.Lock()
+	if n := int64(len(b.members)); n > 1 {
+		// At most twice a fair share (or min, what the read needs), and
+		// not less than half of that (or max) once it is free: a reader
+		// granted slivers of room would make many small reads and fall
+		// behind the others. Twice: reads half as many, as evenly (the
+		// turns keep readers level, byte for byte).
+		share := 2 * b.limit / n
+		if max > share {
+			max = share
+			if max < min {
+				max = min
+			}
+		}
+		if min < share/2 {
+			min = share / 2
+			if min > max {
+				min = max
+			}
+		}
+	}
+	min, max = clamp(min, max)
+	if len(b.waiters) == 0 {
+		if n := b.grant(min, max); n > 0 {
+			member.add(n)
+			b.mu.Unlock()
+			return n, nil
+		}
+	}
+	b.arrivals++
+	w := &waiter{member: member, arrival: b.arrivals, min: min, max: max, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return w.granted, nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		select {
+		case <-w.ready: // granted meanwhile: give it back
+			b.put(w.granted)
+		default:
+			for i, x := range b.waiters {
+				if x == w {
+					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+					break
+				}
+			}
+			b.serve() // the next one may fit now
+		}
+		return 0, ctx.Err()
+	}
+}
+
+// Force takes n bytes without waiting, over the limit if it must: what a
+// read brought beyond the room taken for it is in memory already.
+func (b *Budget) Force(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += n
+	b.changed()
+}
+
+// Give gives n bytes back.
+func (b *Budget) Give(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.put(n)
+}
+
+// Used is the bytes in use now.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// put gives n bytes back and serves the waiters that fit. Must hold b.mu.
+func (b *Budget) put(n int64) {
+	b.used -= n
+	b.changed()
+	b.serve()
+}
+
+// serve grants the waiters in turn while the next one fits: the one whose
+// member got least, then the earliest. The next one waits for room even
+// when a later one would fit: a large read is never passed over for ever.
+// Must hold b.mu.
+func (b *Budget) serve() {
+	for len(b.waiters) > 0 {
+		next := 0
+		for i, w := range b.waiters[1:] {
+			if w.before(b.waiters[next]) {
+				next = i + 1
+			}
+		}
+		w := b.waiters[next]
+		n := b.grant(w.min, w.max)
+		if n == 0 {
+			return
+		}
+		w.granted = n
+		w.member.add(n)
+		b.waiters = append(b.waiters[:next], b.waiters[next+1:]...)
+		close(w.ready)
+	}
+}
+
+// before tells whether w's turn comes before o's.
+func (w *waiter) before(o *waiter) bool {
+	ws, os := w.member.turn(), o.member.turn()
+	if ws != os {
+		return ws < os
+	}
+	return w.arrival < o.arrival
+}
+
+// turn is what orders m's waits: the room it got so far (0 for none).
+// Must hold the budget's mu.
+func (m *Member) turn() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.served
+}
+
+// add counts n bytes granted to m. Must hold the budget's mu.
+func (m *Member) add(n int64) {
+	if m != nil {
+		m.served += n
+	}
+}
+
+// grant takes between min and max bytes if min fit, or the whole budget
+// when nothing is in use, and returns how many; 0 when min does not fit.
+// Must hold b.mu.
+func (b *Budget) grant(least, most int64) int64 {
+	free := b.limit - b.used
+	var n int64
+	switch {
+	case free >= least:
+		n = clampTo(free, least, most)
+	case b.used == 0:
+		n = max(free, 1)
+	default:
+		return 0
+	}
+	b.used += n
+	b.changed()
+	return n
+}
+
+func (b *Budget) changed() {
+	if b.report != nil {
+		b.report(b.used)
+	}
+}
+
+func clamp(min, max int64) (int64, int64) {
+	if min < 1 {
+		min = 1
+	}
+	if max < min {
+		max = min
+	}
+	return min, max
+}
+
+// clampTo is free within [min, max].
+func clampTo(free, min, max int64) int64 {
+	switch {
+	case free < min:
+		return min
+	case free > max:
+		return max
+	}
+	return free
+}

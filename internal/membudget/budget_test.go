@@ -1,0 +1,206 @@
+package membudget
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTakeGrantsWhatIsFreeWithinMinAndMax(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var peak int64
+	b := New(100, func(used int64) { mu.Lock(); peak = max(peak, used); mu.Unlock() })
+	ctx := t.Context()
+	if n, _ := b.Take(ctx, 10, 60); n != 60 {
+		t.Fatalf("took %d of an empty budget of 100 asking 10 to 60, want 60", n)
+	}
+	if n, _ := b.Take(ctx, 10, 60); n != 40 {
+		t.Fatalf("took %d with 40 free asking 10 to 60, want 40", n)
+	}
+	if b.Used() != 100 || peak != 100 {
+		t.Fatalf("used %d, peak %d, want 100", b.Used(), peak)
+	}
+	b.Give(100)
+	// One read must always be possible: a min above the whole budget gets
+	// the whole budget once nothing else is in use.
+	if n, _ := b.Take(ctx, 500, 500); n != 100 {
+		t.Fatalf("took %d asking 500 of an empty budget of 100, want 100", n)
+	}
+	b.Give(100)
+	b.Force(130)
+	if b.Used() != 130 {
+		t.Fatalf("used %d after forcing 130, want 130", b.Used())
+	}
+	var nilBudget *Budget
+	if n, err := nilBudget.Take(ctx, 1, 7); n != 7 || err != nil {
+		t.Fatalf("a nil budget took %d, %v; want 7 at once", n, err)
+	}
+}
+
+// TestWaitersAreServedInTheOrderTheyCame: room given back goes to the
+// reader that waited longest, even when a later one would fit first: no
+// shard starves while others read.
+func TestWaitersAreServedInTheOrderTheyCame(t *testing.T) {
+	t.Parallel()
+	b := New(100, nil)
+	ctx := t.Context()
+	if _, err := b.Take(ctx, 100, 100); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	var wg sync.WaitGroup
+	take := func(name string, min int64) {
+		defer wg.Done()
+		if _, err := b.Take(ctx, min, min); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- name
+	}
+	wg.Add(1)
+	go take("big", 80)
+	waitWaiters(t, b, 1)
+	wg.Add(1)
+	go take("small", 10)
+	waitWaiters(t, b, 2)
+	b.Give(20) // the small one would fit, the big one came first
+	select {
+	case name := <-order:
+		t.Fatalf("%s was served with 20 free while big waited first", name)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Give(60) // 80 free: the big one only
+	if got := <-order; got != "big" {
+		t.Fatalf("served %s first, want big", got)
+	}
+	b.Give(10)
+	wg.Wait()
+	if got := <-order; got != "small" {
+		t.Fatalf("served %s second, want small", got)
+	}
+}
+
+// TestAWaiterThatGivesUpLetsTheNextOneIn: a reader that stops waiting
+// (its context ends) leaves the queue, and the one behind it is served.
+func TestAWaiterThatGivesUpLetsTheNextOneIn(t *testing.T) {
+	t.Parallel()
+	b := New(100, nil)
+	if _, err := b.Take(t.Context(), 90, 90); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := b.Take(ctx, 50, 50); gaveUp <- err }()
+	waitWaiters(t, b, 1)
+	served := make(chan int64, 1)
+	go func() { n, _ := b.Take(t.Context(), 10, 10); served <- n }()
+	waitWaiters(t, b, 2)
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("a cancelled wait returned no error")
+	}
+	if n := <-served; n != 10 {
+		t.Fatalf("the next waiter got %d, want 10", n)
+	}
+	if b.Used() != 100 {
+		t.Fatalf("used %d, want 100", b.Used())
+	}
+}
+
+func waitWaiters(t *testing.T, b *Budget, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		k := len(b.waiters)
+		b.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters after 5 s, want %d", k, n)
+		}
+	}
+}
+
+// TestMembersTakeTurnsByTheRoomTheyGot: among waiting members, the one
+// that got least so far is served first, whatever the order they came in;
+// a member joining late starts level with the one that got least, not at
+// zero.
+func TestMembersTakeTurnsByTheRoomTheyGot(t *testing.T) {
+	t.Parallel()
+	b := New(100, nil)
+	ahead, behind := b.Join(), b.Join()
+	if n, err := b.Take(WithMember(t.Context(), ahead), 50, 50); n != 50 || err != nil {
+		t.Fatalf("took %d, %v", n, err)
+	}
+	if n, err := b.Take(WithMember(t.Context(), behind), 10, 10); n != 10 || err != nil {
+		t.Fatalf("took %d, %v", n, err)
+	}
+	b.Force(40) // full
+	order := make(chan string, 3)
+	var wg sync.WaitGroup
+	take := func(name string, m *Member) {
+		defer wg.Done()
+		if _, err := b.Take(WithMember(t.Context(), m), 25, 25); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- name
+	}
+	wg.Add(1)
+	go take("ahead", ahead) // came first, got 50
+	waitWaiters(t, b, 1)
+	wg.Add(1)
+	go take("behind", behind) // got 10
+	waitWaiters(t, b, 2)
+	late := b.Join() // starts at 10, level with behind, after it
+	wg.Add(1)
+	go take("late", late)
+	waitWaiters(t, b, 3)
+	b.Give(25)
+	if got := <-order; got != "behind" {
+		t.Fatalf("%s was served first; want behind, which got least", got)
+	}
+	b.Give(25)
+	if got := <-order; got != "late" {
+		t.Fatalf("%s was served second; want late, level with behind when it joined", got)
+	}
+	b.Give(25)
+	wg.Wait()
+	if got := <-order; got != "ahead" {
+		t.Fatalf("%s was served last; want ahead", got)
+	}
+}
+
+// TestAMemberTakesAboutItsFairShare: with n members sharing the budget a
+// take is granted at most twice the limit over n, and waits until at least
+// half of that is free: no sliver of room that would make a read of a
+// record or two.
+func TestAMemberTakesAboutItsFairShare(t *testing.T) {
+	t.Parallel()
+	b := New(100, nil)
+	ms := []*Member{b.Join(), b.Join(), b.Join(), b.Join()}
+	ctx := WithMember(t.Context(), ms[0])
+	if n, _ := b.Take(ctx, 1, 1000); n != 50 {
+		t.Fatalf("took %d asking up to 1000 of 100 shared by 4, want 50", n)
+	}
+	b.Force(40) // 10 free
+	got := make(chan int64, 1)
+	go func() { n, _ := b.Take(ctx, 1, 1000); got <- n }()
+	waitWaiters(t, b, 1)
+	b.Give(14) // 24 free: under half of 50
+	b.Give(1)  // 25: half fits
+	if n := <-got; n != 25 {
+		t.Fatalf("took %d, want the 25 free once half of twice the share fit", n)
+	}
+	for _, m := range ms[1:] {
+		m.Leave()
+	}
+	ms[1].Leave() // twice is harmless
+	b.Give(b.Used())
+	if n, _ := b.Take(ctx, 1, 1000); n != 100 {
+		t.Fatalf("alone, took %d, want the whole 100", n)
+	}
+}
