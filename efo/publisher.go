@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,23 @@ type Options struct {
 	// was not found: that error ends the Read, as every other does. Nil:
 	// every ResourceNotFound ends the Read.
 	Reregister func(ctx context.Context, stale string) (string, error)
+	// Room, when set, is the memory budget each event takes room from
+	// before it is decoded: the room of an average event of the shard so
+	// far, trued up to what its records cost (see shard.Room).
+	Room shard.Room
+	// Windows, when set, sizes each subscription's HTTP/2 stream window
+	// by the shards that read (see awsclient.StreamWindows): a shard joins
+	// while its Read runs.
+	Windows Windows
+}
+
+// Windows sizes subscriptions' flow-control windows; awsclient.StreamWindows
+// is one.
+type Windows interface {
+	// Join counts a reading shard until leave is called.
+	Join() (leave func())
+	// Option makes a SubscribeToShard call with the window due now.
+	Option(*kinesis.Options)
 }
 
 // Hooks are called from the shard's reading goroutine.
@@ -155,6 +173,10 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 		arn, _ := p.consumerARN()
 		return &Error{Consumer: arn, Shard: shardID, Class: awserr.Fatal, Err: err}
 	}
+	if p.opts.Windows != nil {
+		leave := p.opts.Windows.Join()
+		defer leave()
+	}
 	r := &reader{Publisher: p, shardID: shardID, pos: start}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
 	r.inUseBackoff = backoff.Backoff{Initial: 500 * time.Millisecond, Max: 2 * time.Second}
@@ -174,7 +196,18 @@ type reader struct {
 	inUseBackoff  backoff.Backoff // short: a hand-over ends within 5 s
 	failures      int             // consecutive retryable failures
 	inUse         int             // consecutive ResourceInUse answers
+	// costPerByte is what the shard's events cost of the budget (see
+	// shard.Cost) per byte of message, as learned (see settle); sized is
+	// the length of the message room was last taken for.
+	costPerByte float64
+	sized       int
 }
+
+// firstCostPerByte stands for costPerByte before a shard's first event
+// with records: 200-byte records cost about 3 times their message bytes
+// (base64 data, sequence number and time in JSON, against their decoded
+// form and their Benthos message), larger ones less.
+const firstCostPerByte = 4
 
 // inUseWarnEvery: a hand-over takes a few seconds; this many refusals in a
 // row mean something else holds the shard.
@@ -235,12 +268,19 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 	// Events are decoded when this loop waits for one, not two ahead in the
 	// SDK's goroutines while the pipeline is busy.
 	gate := sdkopt.NewEventGate()
+	if r.opts.Room != nil {
+		gate = sdkopt.NewSizingGate() // room is taken for each event once its size is known
+	}
 	defer gate.Close()
+	callOpts := []func(*kinesis.Options){gate.Option, noSDKRetries}
+	if r.opts.Windows != nil {
+		callOpts = append(callOpts, r.opts.Windows.Option)
+	}
 	out, err := r.api.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN:      aws.String(r.consumer),
 		ShardId:          aws.String(r.shardID),
 		StartingPosition: startingPosition(r.pos),
-	}, gate.Option, noSDKRetries)
+	}, callOpts...)
 	stopped := callTimer.Stop()
 	// The gap to the next call counts from the answer: the service saw this
 	// call no later than that, so the next one reaches it a full gap later.
@@ -268,19 +308,38 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 	for {
 		var ev types.SubscribeToShardEventStream
 		var ok bool
+		var taken int64
 		gate.Next()
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-watchdog.C:
-			return false, errSilent
-		case ev, ok = <-stream.Events():
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				r.giveBack(taken)
+				return false, ctx.Err()
+			case <-watchdog.C:
+				r.giveBack(taken)
+				return false, errSilent
+			case n := <-gate.Sized():
+				// A message of n bytes arrived: room for what it holds is
+				// taken before it is decoded. Waiting for room is waiting
+				// for the pipeline, not for the service.
+				var err error
+				if taken, err = r.take(ctx, n); err != nil {
+					return false, err
+				}
+				watchdog.Reset(r.opts.Watchdog)
+				gate.Decode()
+			case ev, ok = <-stream.Events():
+				break wait
+			}
 		}
 		if !ok {
+			r.giveBack(taken)
 			return false, stream.Err()
 		}
 		e, isEvent := ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent)
 		if !isEvent {
+			r.giveBack(taken)
 			continue // an event type this SDK does not know: skip it
 		}
 		// A subscription that delivers events is healthy: failures before it
@@ -291,11 +350,14 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		r.inUseBackoff.Reset()
 
 		b, end := r.batch(&e.Value)
+		b.Room = r.settle(taken, b.Records)
 		if err := deliver(ctx, b); err != nil {
 			return false, &deliverError{err}
 		}
 		if n := len(b.Records); n > 0 {
-			r.lastDelivered = aws.ToString(b.Records[n-1].SequenceNumber)
+			// A copy: the sequence numbers of an event share one string,
+			// which this one would keep whole while the shard waits.
+			r.lastDelivered = strings.Clone(aws.ToString(b.Records[n-1].SequenceNumber))
 		}
 		if end {
 			return true, nil
@@ -308,6 +370,42 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 		// Only time spent waiting on the service counts towards silence, not
 		// time spent waiting for the pipeline to take the batch.
 		watchdog.Reset(r.opts.Watchdog)
+	}
+}
+
+// take takes room from the budget for a message of n bytes about to be
+// decoded: n times what the shard's messages cost per byte so far.
+func (r *reader) take(ctx context.Context, n int) (int64, error) {
+	if r.opts.Room == nil {
+		return 0, nil
+	}
+	if r.costPerByte <= 0 {
+		r.costPerByte = firstCostPerByte
+	}
+	want := max(int64(float64(n)*r.costPerByte), 1)
+	r.sized = n
+	return r.opts.Room.Take(ctx, want, want)
+}
+
+// settle trues up the room taken for an event against what its records
+// cost, and learns what the shard's messages cost per byte: the most of
+// this one's and a quarter less than before, so that a run of events of
+// one kind never takes the budget over.
+func (r *reader) settle(taken int64, recs []types.Record) int64 {
+	if r.opts.Room == nil {
+		return 0
+	}
+	cost := shard.Settle(r.opts.Room, taken, shard.Cost(recs))
+	if r.sized > 0 && len(recs) > 0 {
+		r.costPerByte = max(float64(cost)/float64(r.sized), r.costPerByte*3/4)
+	}
+	return cost
+}
+
+// giveBack gives back room taken for an event that did not come.
+func (r *reader) giveBack(taken int64) {
+	if r.opts.Room != nil {
+		r.opts.Room.Give(taken)
 	}
 }
 

@@ -5,6 +5,7 @@ package polling
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,6 +61,10 @@ type Options struct {
 	Logger logging.Logger
 	// Throttled is called once per throttled call; default none.
 	Throttled func(shardID string)
+	// Room, when set, is the memory budget each call takes room from first:
+	// a call asks for as many records as the room it got holds (at least
+	// one), and its batch holds what its records cost (see shard.Room).
+	Room shard.Room
 }
 
 func (o Options) withDefaults() Options {
@@ -135,6 +140,10 @@ type reader struct {
 	// recordSize is the bytes of a record (data and partition key), averaged
 	// over the reads so far; 0 before the first record.
 	recordSize float64
+	// recordCost is what a record costs of the budget (shard.Cost), the
+	// most of the last read's average and the average so far; 0 before
+	// the first record.
+	recordCost int64
 	// gap is the wait between the starts of this shard's calls: Interval,
 	// doubled by each empty read at the tip up to IdleInterval.
 	gap time.Duration
@@ -163,14 +172,51 @@ const ReadBytes = 1 << 20
 // assumedRecordSize stands for the record size before the first record.
 const assumedRecordSize = 1 << 10
 
+// costMargin is added to the expected cost of a record when room is taken
+// for a call: records a little larger than the average (a longer partition
+// key) then still fit the room taken.
+const costMargin = 64
+
 // limit is the records the next call asks for: Options.Limit, or fewer, so
 // that about ReadBytes of records come back.
 func (r *reader) limit() int32 {
-	size := r.recordSize
-	if size <= 0 {
-		size = assumedRecordSize
+	return int32(min(float64(r.opts.Limit), max(1, ReadBytes/r.size())))
+}
+
+// size is the expected bytes of a record: the average so far, or
+// assumedRecordSize before the first.
+func (r *reader) size() float64 {
+	if r.recordSize <= 0 {
+		return assumedRecordSize
 	}
-	return int32(min(float64(r.opts.Limit), max(1, ReadBytes/size)))
+	return r.recordSize
+}
+
+// take takes room for the next call from the budget, between one record's
+// cost and the cost of limit() records, and returns it with the records
+// the call may ask for to stay within it.
+func (r *reader) take(ctx context.Context) (taken int64, limit int32, err error) {
+	limit = r.limit()
+	if r.opts.Room == nil {
+		return 0, limit, nil
+	}
+	one := r.recordCost
+	if one <= 0 {
+		one = assumedRecordSize + shard.RecordOverhead + 64
+	}
+	one += costMargin
+	taken, err = r.opts.Room.Take(ctx, one, one*int64(limit))
+	if err != nil {
+		return 0, 0, err
+	}
+	return taken, int32(max(1, min(int64(limit), taken/one))), nil
+}
+
+// giveBack gives back room taken for a call that brought nothing.
+func (r *reader) giveBack(taken int64) {
+	if r.opts.Room != nil {
+		r.opts.Room.Give(taken)
+	}
 }
 
 // observe updates the average record size with a read's records.
@@ -188,6 +234,8 @@ func (r *reader) observe(recs []types.Record) {
 	} else {
 		r.recordSize = (r.recordSize + size) / 2
 	}
+	cost := shard.Cost(recs) / int64(len(recs))
+	r.recordCost = max(cost, (r.recordCost+cost)/2)
 }
 
 func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
@@ -208,16 +256,21 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		if err := r.pacer.Wait(ctx, r.shardID); err != nil {
 			return err
 		}
+		taken, limit, err := r.take(ctx)
+		if err != nil {
+			return err
+		}
 		r.pacer.Done(r.shardID)
 		called := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
 		out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
 			ShardIterator: aws.String(r.iterator),
-			Limit:         aws.Int32(r.limit()),
+			Limit:         aws.Int32(limit),
 			StreamARN:     aws.String(r.stream),
 		}, noSDKRetries)
 		cancel()
 		if err != nil {
+			r.giveBack(taken)
 			if awserr.Is(err, "ExpiredIteratorException") {
 				r.opts.Logger.Debugf("shard %s: iterator expired, getting a new one from %v", r.shardID, r.position())
 				r.iterator = ""
@@ -236,6 +289,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			Records:            out.Records,
 			MillisBehindLatest: aws.ToInt64(out.MillisBehindLatest),
 			End:                out.NextShardIterator == nil,
+			Room:               shard.Settle(r.opts.Room, taken, shard.Cost(out.Records)),
 		}
 		if b.End {
 			b.ChildShards = out.ChildShards
@@ -244,7 +298,9 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			return err
 		}
 		if n := len(out.Records); n > 0 {
-			r.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
+			// A copy: the sequence numbers of a read share one string,
+			// which this one would keep whole while the shard waits.
+			r.lastSeq = strings.Clone(aws.ToString(out.Records[n-1].SequenceNumber))
 		}
 		if b.End {
 			r.pacer.Forget(r.shardID)

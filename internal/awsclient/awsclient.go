@@ -99,7 +99,8 @@ const (
 	// streamWindow bounds what one subscription buffers unread in the
 	// transport while the pipeline is slow: the server stops sending when it
 	// is full. 1 MiB is half a second of a shard's 2 MiB/s, far more than
-	// the bandwidth-delay product to a regional endpoint.
+	// the bandwidth-delay product to a regional endpoint. Under a memory
+	// limit, StreamWindows gives smaller ones when many shards read.
 	streamWindow = 1 << 20
 	// pingAfter and pingTimeout detect a dead connection (no frame at all
 	// for pingAfter, then no answer to a ping) and close it, failing every
@@ -113,13 +114,18 @@ const (
 // connection window stays large so one stalled shard never blocks others on
 // the same connection), dead-connection detection, and the TLS settings.
 func httpClient(tlsConf *tls.Config) *awshttp.BuildableClient {
+	return httpClientWindow(tlsConf, streamWindow)
+}
+
+// httpClientWindow is httpClient with the given stream window.
+func httpClientWindow(tlsConf *tls.Config, window int64) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		if tlsConf != nil {
 			tr.TLSClientConfig = tlsConf.Clone()
 		}
 		tr.ForceAttemptHTTP2 = true // a custom TLS config turns HTTP/2 off unless forced
 		tr.HTTP2 = &http.HTTP2Config{
-			MaxReceiveBufferPerStream: streamWindow,
+			MaxReceiveBufferPerStream: int(window),
 			SendPingTimeout:           pingAfter,
 			PingTimeout:               pingTimeout,
 		}

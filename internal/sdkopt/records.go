@@ -93,6 +93,19 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 		}
 		return nil, err
 	}
+	if p.gate != nil && p.gate.sized != nil {
+		// The caller takes room for the event before it is decoded.
+		select {
+		case p.gate.sized <- int(binary.BigEndian.Uint32(total[:])):
+		case <-p.gate.done:
+			return nil, io.EOF
+		}
+		select {
+		case <-p.gate.decode:
+		case <-p.gate.done:
+			return nil, io.EOF
+		}
+	}
 	if n := int(binary.BigEndian.Uint32(total[:])) + bytes.MinRead; cap(p.payload) < n && n <= maxEventBytes {
 		p.payload = make([]byte, 0, n)
 	}
@@ -106,7 +119,9 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 	// Reuse the payload's buffer while events are large (a backlog), but
 	// let a large one go once they are small again: an idle shard keeps a
 	// few kilobytes, not the megabyte of its largest event.
-	if len(msg.Payload) < 64<<10 && cap(msg.Payload) > 256<<10 {
+	// Behind a sizing gate the caller's memory budget counts each event's
+	// records, not a buffer kept between events: none is kept.
+	if (len(msg.Payload) < 64<<10 && cap(msg.Payload) > 256<<10) || (p.gate != nil && p.gate.sized != nil) {
 		p.payload = nil
 	} else {
 		p.payload = msg.Payload[:0]
@@ -135,8 +150,15 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 // two decoded events per subscription waiting on a slow pipeline. Through a
 // gate an event is decoded only once the caller waits for it (Next): the
 // network read goes on as before, within the stream's flow-control window.
+//
+// A sizing gate (NewSizingGate) goes in two steps: after Next, the next
+// message's length is read and sent on Sized, and the message is decoded
+// only once Decode is called, so that the caller can take room for it
+// first (while a subscription waits for the service, it holds none).
 type EventGate struct {
 	tokens chan struct{}
+	sized  chan int      // nil unless sizing
+	decode chan struct{} // nil unless sizing
 	done   chan struct{}
 	once   sync.Once
 }
@@ -144,6 +166,27 @@ type EventGate struct {
 // NewEventGate returns a closed gate: call Next to let an event through.
 func NewEventGate() *EventGate {
 	return &EventGate{tokens: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// NewSizingGate returns a closed gate of two steps: call Next to let the
+// next message's length be read, receive it from Sized, and call Decode
+// to let the message be decoded.
+func NewSizingGate() *EventGate {
+	g := NewEventGate()
+	g.sized, g.decode = make(chan int), make(chan struct{}, 1)
+	return g
+}
+
+// Sized receives the total length in bytes of the next message, once read
+// (a sizing gate; nil otherwise, which never receives).
+func (g *EventGate) Sized() <-chan int { return g.sized }
+
+// Decode lets the message whose length Sized gave be decoded.
+func (g *EventGate) Decode() {
+	select {
+	case g.decode <- struct{}{}:
+	default:
+	}
 }
 
 // Option gives a SubscribeToShard call FastRecords decoding through the
