@@ -30,6 +30,9 @@ type ackTracker struct {
 	// report, when set, is told of every change of behind and pending,
 	// under the lock (so a gauge never ends on a stale value).
 	report func(behind, pending int)
+	// resolved, when set, is told of the records of every batch resolved
+	// (acknowledged or rejected), under the lock.
+	resolved func(n int)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever pending drops
@@ -104,7 +107,7 @@ func (t *ackTracker) TryTrack(pos checkpoint.Position, n int) *tracked {
 
 // track registers a batch. Must hold t.mu.
 func (t *ackTracker) track(pos checkpoint.Position, n int) *tracked {
-	e := &tracked{pos: pos, n: n, span: n}
+	e := &tracked{pos: pos.Detached(), n: n, span: n}
 	t.pending += n
 	t.addBehind(n)
 	if t.frozen {
@@ -149,7 +152,7 @@ func (t *ackTracker) Grow(e *tracked, pos checkpoint.Position, n int) bool {
 	if t.pending+n > t.limit || e.acked || e.nacked {
 		return false
 	}
-	e.pos = pos
+	e.pos = pos.Detached()
 	e.n += n
 	e.span += n
 	t.pending += n
@@ -166,6 +169,9 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 		return checkpoint.Position{}, false // resolved twice: ignore
 	}
 	t.pending -= e.n
+	if t.resolved != nil {
+		t.resolved(e.n)
+	}
 	t.reportCounts()
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -252,6 +258,14 @@ func (t *ackTracker) remove(e *tracked) {
 	}
 	e.prev, e.next = nil, nil
 	t.entries--
+}
+
+// withPending calls f with the records handed out and not yet resolved,
+// under the lock: no batch is resolved meanwhile.
+func (t *ackTracker) withPending(f func(pending int)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(t.pending)
 }
 
 // Checkpoint returns the current checkpoint, nil before the first.

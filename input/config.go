@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +37,10 @@ type config struct {
 	PollingLimit    int32
 
 	CheckpointLimit int
-	CommitPeriod    time.Duration
+	// MemoryLimit bounds the bytes of records in flight across every shard
+	// (see memory_limit); 0: no limit.
+	MemoryLimit  int64
+	CommitPeriod time.Duration
 	// Coordination is checkpoint.dir's file (one instance), or
 	// checkpoint.dynamodb's lease table (many instances share the streams).
 	Coordination coordinationConfig
@@ -279,6 +284,13 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.Deaggregate, err = pc.FieldBool(fDeaggregate); err != nil {
 		return c, err
 	}
+	ml, err := pc.FieldString(fMemoryLimit)
+	if err != nil {
+		return c, err
+	}
+	if c.MemoryLimit, err = parseBytes(ml); err != nil {
+		return c, fieldError(fMemoryLimit, ml, "%v", err)
+	}
 	if c.DiscoveryInterval, err = pc.FieldDuration(fShardDiscoveryInterval); err != nil {
 		return c, err
 	}
@@ -474,4 +486,31 @@ func parseStartTimestamp(ts string, now time.Time) (time.Time, error) {
 		return time.Time{}, fieldError(fStartTimestamp, ts, "%s", err)
 	}
 	return t, nil
+}
+
+// defaultMemoryLimit is memory_limit's default: a few shards read at full
+// speed within it, and an instance reading hundreds of shards stays within
+// 128 MiB of resident memory (see cmd/kinesis-bench/BENCHMARKS.md).
+const defaultMemoryLimit = "64MiB"
+
+// byteUnits are the units memory_limit takes.
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+
+// parseBytes reads a size: bytes, or a number with a unit of byteUnits.
+func parseBytes(s string) (int64, error) {
+	num, unit := strings.TrimSpace(s), int64(1)
+	for _, u := range byteUnits {
+		if v, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, unit = strings.TrimSpace(v), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("expected a size in bytes, or a whole number with a unit (KiB, MiB, GiB, KB, MB, GB), such as 64MiB; 0 for no limit")
+	}
+	return n * unit, nil
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -73,6 +75,12 @@ type kinesisInput struct {
 
 	out     chan delivery
 	replays *replays // rejected batches to deliver again (auto_replay_nacks)
+	// budget bounds the bytes of records in flight across every shard
+	// (memory_limit); nil: no limit.
+	budget *membudget.Budget
+	// windows sizes fan-out's flow-control windows within memory_limit;
+	// nil without a limit or by polling.
+	windows *awsclient.StreamWindows
 
 	connMu    sync.Mutex
 	connected bool
@@ -102,7 +110,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kinesisInput{
+	in := &kinesisInput{
 		conf:    conf,
 		log:     res.Logger(),
 		res:     res,
@@ -113,7 +121,37 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		replays: newReplays(),
 
 		deregisterTimeout: 10 * time.Second,
-	}, nil
+	}
+	if conf.MemoryLimit > 0 {
+		// Half of the limit bounds the records in flight, the other half
+		// is what the heap grows by between collections. By fan-out, a
+		// quarter of the records' half is for what subscriptions buffer
+		// unread in the transport.
+		records := conf.MemoryLimit / 2
+		if conf.Reader == readerEFO {
+			in.windows = awsclient.NewStreamWindows(records/4, conf.TLS)
+			records -= records / 4
+		}
+		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
+	}
+	openForGoMemoryLimit(in, conf.MemoryLimit)
+	return in, nil
+}
+
+// efoWindows is windows as the fan-out publisher takes them: nil without.
+func (in *kinesisInput) efoWindows() efo.Windows {
+	if in.windows == nil {
+		return nil
+	}
+	return in.windows
+}
+
+// room is the budget as publishers take it: nil without a limit.
+func (in *kinesisInput) room() shard.Room {
+	if in.budget == nil {
+		return nil
+	}
+	return in.budget
 }
 
 // Connect checks that every stream exists, opens the checkpoint store or
@@ -210,6 +248,7 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 		s.pub = polling.New(client, s.arn, polling.Options{
 			Interval:     in.conf.PollingInterval,
 			IdleInterval: in.conf.PollingIdle,
+			Room:         in.room(),
 			Limit:        in.conf.PollingLimit,
 			Logger:       in.log,
 			Throttled: func(shardID string) {
@@ -284,6 +323,8 @@ func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, stream
 	o := efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,
+		Room:       in.room(),
+		Windows:    in.efoWindows(),
 		Hooks: efo.Hooks{
 			Subscribed: func(shardID string, resubscribe bool) {
 				if resubscribe {
@@ -360,6 +401,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 // calls it after waiting for pending acknowledgements.
 func (in *kinesisInput) Close(ctx context.Context) error {
 	in.cancel()
+	defer closedForGoMemoryLimit(in)
 	done := make(chan struct{})
 	go func() {
 		in.wg.Wait()

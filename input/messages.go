@@ -110,6 +110,14 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 	return c
 }
 
+// takePositions hands over the positions of the last convertPart, which the
+// converter then forgets.
+func (c *converter) takePositions() []checkpoint.Position {
+	p := c.positions
+	c.positions = nil
+	return p
+}
+
 // convertPart converts the records of b from index from on, stopping once
 // the messages reach max. It returns the messages, the position of the last
 // one, their number, and next: the index of the record to go on with, or
@@ -120,7 +128,9 @@ func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) 
 // aggregates hold. c.positions holds each message's position.
 func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.MessageBatch, last checkpoint.Position, n, next int) {
 	msgs = make(service.MessageBatch, 0, min(max, len(b.Records)-from))
-	c.positions = c.positions[:0]
+	// A slice of its own for each part: a reader between reads keeps none
+	// (their sequence numbers would keep the read's strings).
+	c.positions = make([]checkpoint.Position, 0, min(max, len(b.Records)-from))
 	var millis any = strconv.FormatInt(b.MillisBehindLatest, 10)
 	var bytes int64
 	i := from

@@ -28,6 +28,9 @@ type metrics struct {
 	// endsUnconfirmed counts shard ends a read reported on a shard that
 	// ListShards lists open (not taken: the shard is read on).
 	endsUnconfirmed *service.MetricCounter // stream, shard
+	// bytesInFlight is what the records read and not yet acknowledged, and
+	// those being read, hold against memory_limit.
+	bytesInFlight *service.MetricGauge
 
 	// coord are the coordinators' series: commits, owned shards, leases.
 	coord *coord.Metrics
@@ -49,6 +52,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		expired:         m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
 		stopped:         m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
 		endsUnconfirmed: m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
+		bytesInFlight:   m.NewGauge("kinesis_bytes_in_flight"),
 		coord:           coord.NewMetrics(m),
 	}
 }

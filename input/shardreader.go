@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -28,6 +29,8 @@ type pendingRead struct {
 	positions []checkpoint.Position
 	b         shard.Batch
 	next      int
+	// room is the budget's room the records of b from next on hold.
+	room int64
 }
 
 // shardReader reads one shard: a publisher goroutine fetches batches and
@@ -45,6 +48,12 @@ type shardReader struct {
 	g       coord.Grant
 	tracker *ackTracker
 	conv    *converter
+	// ledger holds the budget's room of the messages converted and not
+	// yet resolved.
+	ledger *roomLedger
+	// member is the reader's share of the budget (membudget.Join); nil
+	// without a limit.
+	member *membudget.Member
 
 	batches <-chan shard.Batch // from the publisher goroutine
 	// ready tells the publisher goroutine that it may fetch the next read
@@ -90,7 +99,12 @@ func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *
 		g:       g,
 		tracker: newAckTracker(s.in.conf.CheckpointLimit),
 		conv:    newConverter(s, info, cp.Position),
+		ledger:  &roomLedger{budget: s.in.budget},
 	}
+	r.tracker.resolved = r.ledger.resolve
+	// Counted in the budget's shares from now, before its reader runs: the
+	// first readers of a stream must not take shares meant for fewer.
+	r.member = s.in.budget.Join()
 	r.tracker.strict = s.in.conf.StrictOrder
 	r.tracker.report = func(behind, pending int) {
 		s.in.metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
@@ -133,6 +147,8 @@ func (r *shardReader) stayStopped(ctx context.Context, why string) {
 // run reads the shard until it ends or ctx ends.
 func (r *shardReader) run(ctx context.Context) shardEvent {
 	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
+	defer r.releaseRoom() // last: after the publisher goroutine is joined
+	defer r.member.Leave()
 	log := r.s.in.log
 	start, err := r.cp.Resume()
 	if err != nil {
@@ -268,8 +284,12 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		if fallback != nil {
 			from = shard.Start{Kind: shard.TrimHorizon}
 		}
-		err := r.s.pub.Read(ctx, r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+		// The publisher takes room from the budget as this reader's member.
+		err := r.s.pub.Read(membudget.WithMember(ctx, r.member), r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+			// The batch's room is this reader's from here: given back
+			// below unless the batch reaches the run loop.
 			if err := checkSequences(b.Records); err != nil {
+				r.ledger.give(b.Room)
 				return err
 			}
 			bytes := 0
@@ -279,10 +299,17 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			r.g.Read(bytes)
 			if fallback != nil {
 				var expired bool
+				all := len(b.Records)
 				if b.Records, expired = fallback.filter(b.Records); expired {
 					r.checkpointExpired(fallback.from)
 				} else if fallback.present {
+					r.ledger.give(b.Room)
 					return errPositionRefused
+				}
+				if all > 0 && len(b.Records) < all {
+					kept := b.Room * int64(len(b.Records)) / int64(all)
+					r.ledger.give(b.Room - kept)
+					b.Room = kept
 				}
 			}
 			if stopped {
@@ -299,10 +326,13 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			select {
 			case out <- b:
 			case <-dctx.Done():
+				r.ledger.give(b.Room)
 				return dctx.Err()
 			}
 			if n := len(b.Records); n > 0 {
-				last = aws.ToString(b.Records[n-1].SequenceNumber)
+				// A copy: kept while the shard waits, it would keep the
+				// read's strings whole.
+				last = strings.Clone(aws.ToString(b.Records[n-1].SequenceNumber))
 			}
 			if b.End || endErr != nil {
 				return endErr
@@ -404,23 +434,39 @@ func (r *shardReader) checkpointExpired(from shard.Start) {
 		r.s.name, r.info.id, from.Sequence)
 }
 
+// releaseRoom gives back, once the reader stopped, the budget's room of
+// what it read and never handed to the pipeline: a read left unconverted,
+// and the messages converted and never tracked. Messages in flight give
+// theirs back as the pipeline resolves them.
+func (r *shardReader) releaseRoom() {
+	if r.held != nil {
+		r.ledger.give(r.held.room)
+		r.held.room = 0
+	}
+	r.tracker.withPending(r.ledger.exited)
+}
+
 // handle turns a publisher batch into messages and emits them.
 func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	id := r.info.id
 	r.s.setBehind(id, b.MillisBehindLatest)
 	if r.batcher == nil {
-		return r.emitPending(ctx, &pendingRead{b: b})
+		return r.emitPending(ctx, &pendingRead{b: b, room: b.Room})
 	}
 	r.readyForMore()
 	// A part of at most checkpoint.limit messages at a time: a read whose
 	// aggregates hold many user records is not converted whole while the
 	// batcher flushes.
+	room := b.Room
 	for next := 0; next < len(b.Records); {
 		var msgs service.MessageBatch
+		from := next
 		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
+		r.ledger.charge(&room, from, next, len(b.Records), len(msgs))
+		positions := r.conv.takePositions()
 		for i, m := range msgs {
 			r.pending++
-			r.lastPos = r.conv.positions[i]
+			r.lastPos = positions[i]
 			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
 				if err := r.flush(ctx); err != nil {
 					return err
@@ -438,7 +484,7 @@ func (r *shardReader) flush(ctx context.Context) error {
 	}
 	batch, err := r.batcher.Flush(ctx)
 	n, pos := r.pending, r.lastPos
-	r.pending = 0
+	r.pending, r.lastPos = 0, checkpoint.Position{} // which would keep its read's strings
 	if err == nil && len(batch) == 0 && ctx.Err() != nil {
 		// Benthos drops a batch whose processors the end of ctx interrupted
 		// (v4.60.0 logs "the batch has been dropped"): those records never
@@ -496,7 +542,8 @@ func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) error {
 			return nil
 		}
 		msgs, _, _, next := r.conv.convertPart(p.b, p.next, r.tracker.limit)
-		p.msgs, p.positions, p.next = msgs, slices.Clone(r.conv.positions), next
+		r.ledger.charge(&p.room, p.next, next, len(p.b.Records), len(msgs))
+		p.msgs, p.positions, p.next = msgs, r.conv.takePositions(), next
 	}
 }
 
@@ -596,15 +643,18 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			if len(b.Records) > r.tracker.limit {
 				// More than could join: left whole for emitPending, which
 				// converts it a part at a time.
-				r.held, more = &pendingRead{b: b}, nil
+				r.held, more = &pendingRead{b: b, room: b.Room}, nil
 				continue
 			}
+			room := b.Room
 			msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
+			r.ledger.charge(&room, 0, next, len(b.Records), len(msgs))
+			positions := r.conv.takePositions()
 			if next < len(b.Records) {
 				// Aggregates of more user records than could join: the
 				// rest is left for emitPending, which converts it a part at
 				// a time.
-				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions), b: b, next: next}, nil
+				r.held, more = &pendingRead{msgs: msgs, positions: positions, b: b, next: next, room: room}, nil
 				continue
 			}
 			if m == 0 {
@@ -616,7 +666,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			case e == nil && n+m <= r.tracker.Room():
 				pos, n = last, n+m
 			default:
-				r.held, more = &pendingRead{msgs: msgs, positions: slices.Clone(r.conv.positions)}, nil
+				r.held, more = &pendingRead{msgs: msgs, positions: positions}, nil
 				continue
 			}
 			r.readyForMore()

@@ -51,6 +51,7 @@ const (
 	fDynamoStealLimit       = "steal_limit"
 	fDynamoBalance          = "balance"
 	fDeaggregate            = "deaggregate"
+	fMemoryLimit            = "memory_limit"
 	fShardDiscoveryInterval = "shard_discovery_interval"
 	fBatching               = "batching"
 	fStrictOrder            = "strict_order"
@@ -281,6 +282,10 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					Optional(),
 			).
 				Description("Where and how shard positions are checkpointed."),
+			service.NewStringField(fMemoryLimit).
+				Description("The memory this input may use for the records of every shard and stream it reads, set once for the container whatever the shard count. Half of it bounds the records in flight: those read and not yet acknowledged and those being read (by fan-out, a quarter of that half is what the subscriptions may buffer unread: each subscription's HTTP/2 window is sized so that together they fit, between 16 KiB and 1 MiB). The other half is what the Go heap grows by between collections: in the benthos-kinesis binary, unless `GOMEMLIMIT` is set, the Go runtime's soft memory limit is set to the inputs' `memory_limit` plus 24 MiB for the rest of the process, so that it stays within about `memory_limit` + 45 MiB of resident memory. A shard that would go beyond the bound waits its turn instead of reading: the shard that got least so far goes first, and a shard takes at most twice its fair share (the bound over the shards read) at a time, so that shards drain a backlog together. A GetRecords call asks for as many records as fit; a fan-out subscription reads its next event only once there is room for it (the HTTP/2 stream then stops the sender). A record counts its data, partition key and sequence number and 1 KiB for its decoded form and its message; a read's room comes back once all of its records are acknowledged. A read or event larger than the room taken for it takes the bound over by the difference until it is acknowledged. In bytes, or with a unit: `KiB`, `MiB`, `GiB` (or `KB`, `MB`, `GB`). `0`: no limit, a bound per shard only, and no soft memory limit. The gauge kinesis_bytes_in_flight is what the records hold now.").
+				Default(defaultMemoryLimit).
+				Advanced(),
 			service.NewBoolField(fDeaggregate).
 				Description("Split KPL aggregated records into their user records.").
 				Default(true).

@@ -11,7 +11,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
-	_ "github.com/benthos-kinesis/benthos-kinesis/input"
+	"github.com/benthos-kinesis/benthos-kinesis/input"
 	// The prometheus metrics exporter, Benthos' default once registered:
 	// /metrics serves every metric without any metrics config.
 	_ "github.com/benthos-kinesis/benthos-kinesis/internal/promexport"
@@ -24,6 +24,9 @@ var (
 )
 
 func main() {
+	// This binary runs nothing but pipelines: their inputs' memory_limit
+	// sets the Go runtime's soft memory limit (unless GOMEMLIMIT does).
+	input.ManageGoMemoryLimit()
 	service.RunCLI(context.Background(),
 		service.CLIOptSetBinaryName("benthos-kinesis"),
 		// Benthos writes it into sentences ("List all benthos-kinesis

@@ -64,10 +64,21 @@ logger: { level: warn }
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, want := range []string{"# TYPE kinesis_records_read counter", "# TYPE kinesis_millis_behind_latest gauge", "# TYPE kinesis_stream_millis_behind_latest gauge", "# TYPE kinesis_records_unacknowledged gauge", "input_received", "process_resident_memory_bytes", "go_goroutines"} {
+	for _, want := range []string{"# TYPE kinesis_records_read counter", "# TYPE kinesis_millis_behind_latest gauge", "# TYPE kinesis_stream_millis_behind_latest gauge", "# TYPE kinesis_records_unacknowledged gauge", "# TYPE kinesis_bytes_in_flight gauge", "input_received", "process_resident_memory_bytes", "go_goroutines"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(page) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// The binary sets the Go soft memory limit from memory_limit (64 MiB by
+	// default) plus 24 MiB for the rest of the process, unless GOMEMLIMIT
+	// sets it.
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if m := regexp.MustCompile(`(?m)^go_gc_gomemlimit_bytes ([0-9.e+]+)$`).FindStringSubmatch(page); m == nil {
+		t.Error("/metrics lacks go_gc_gomemlimit_bytes")
+	} else if v, _ := strconv.ParseFloat(m[1], 64); v != 88<<20 {
+		t.Errorf("go_gc_gomemlimit_bytes is %v, want %d (memory_limit 64 MiB + 24 MiB)", v, 88<<20)
 	}
 }
 

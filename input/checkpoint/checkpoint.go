@@ -22,6 +22,14 @@ type Position struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
+// Detached returns p with a sequence number of its own: the sequence
+// numbers of one read share one string, which a position kept past the
+// read (a batch's end, a checkpoint) would otherwise keep whole.
+func (p Position) Detached() Position {
+	p.Sequence = strings.Clone(p.Sequence)
+	return p
+}
+
 // Resume returns where to read from so that the next record delivered is the
 // first one after p. Inside an aggregate that is the aggregate itself (its
 // first SubSequence+1 user records must then be skipped).

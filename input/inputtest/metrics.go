@@ -18,6 +18,7 @@ type series struct {
 	name   string
 	labels map[string]string
 	value  int64
+	peak   int64 // the highest value it ever had
 }
 
 // Counter returns the sum of the counter (or gauge) name over every series
@@ -44,6 +45,20 @@ func (m *Metrics) Counter(name string, labelPairs ...string) int64 {
 		}
 	}
 	return sum
+}
+
+// Peak returns the highest value a gauge (or counter) without labels of
+// its own ever had; 0 when it was never set.
+func (m *Metrics) Peak(name string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var peak int64
+	for _, s := range m.series {
+		if s.name == name {
+			peak = max(peak, s.peak)
+		}
+	}
+	return peak
 }
 
 // register adds the exporter to env under name.
@@ -114,12 +129,14 @@ type value struct {
 func (v value) Incr(n int64) {
 	v.m.mu.Lock()
 	v.s.value += n
+	v.s.peak = max(v.s.peak, v.s.value)
 	v.m.mu.Unlock()
 }
 
 func (v value) Set(n int64) {
 	v.m.mu.Lock()
 	v.s.value = n
+	v.s.peak = max(v.s.peak, n)
 	v.m.mu.Unlock()
 }
 

@@ -1,0 +1,113 @@
+package input
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
+)
+
+// TestMemoryLimitIsNeverExceeded: 32 shards with backlogs, a slow output
+// and a memory_limit that holds a small part of them. The input's own
+// gauge, kinesis_bytes_in_flight, never passes the records' half of the
+// limit (records of one size: no read brings more than the room taken for
+// it), it comes back to
+// 0 once every record is acknowledged, and every record arrives once, by
+// polling and by fan-out. Without the budget, every shard holds a read of
+// its whole backlog at once: 32 times the limit.
+func TestMemoryLimitIsNeverExceeded(t *testing.T) {
+	t.Parallel()
+	const (
+		shards   = 32
+		perShard = 150
+		size     = 200
+	)
+	// About 1.3 KiB a record: the records' half of the limit holds about
+	// 150 records of 4,800.
+	limit := 150 * (size + shard.RecordOverhead)
+	for _, reader := range []string{"polling", "efo"} {
+		t.Run(reader, func(t *testing.T) {
+			t.Parallel()
+			// Events of at most 20 records: a fan-out event cannot be split,
+			// and one larger than the limit takes it over.
+			srv := newFake(t, kinesisfake.Stream("orders", shards), kinesisfake.MaxEventRecords(20))
+			want := inputtest.Produced{}
+			for k, v := range fakeProducePerShard(t, srv, "orders", fmt.Sprintf("%0*d", size-16, 0), perShard, 4) {
+				want[k] = v
+			}
+			extra := fmt.Sprintf("memory_limit: %d\n", 2*limit)
+			if reader == "polling" {
+				extra += "reader: polling\npolling: { interval: 200ms }"
+			} else {
+				extra += "efo: { consumer_name: app }"
+			}
+			m := &inputtest.Metrics{}
+			out := &inputtest.Collector{Slow: 5 * time.Millisecond}
+			inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), extra), out.Consume, inputtest.Options{Metrics: m})
+			out.WaitFor(t, len(want), 60*time.Second)
+			inputtest.CheckDelivery(t, out.All(), want, true)
+			records := int64(limit) // the records' half of memory_limit
+			if reader == "efo" {
+				records -= records / 4 // a quarter of it is the subscriptions' windows
+			}
+			if peak := m.Peak("kinesis_bytes_in_flight"); peak > records || peak == 0 {
+				t.Fatalf("kinesis_bytes_in_flight peaked at %d bytes, the records' part of memory_limit is %d", peak, records)
+			} else {
+				t.Logf("kinesis_bytes_in_flight peaked at %d of %d bytes", peak, records)
+			}
+			waitUntil(t, 10*time.Second, func() bool { return m.Counter("kinesis_bytes_in_flight") == 0 })
+		})
+	}
+}
+
+// TestRoomOfAReadComesBackWithItsLastMessage: a read's messages share its
+// buffers, so its room comes back whole once all of them are resolved, in
+// the order reads were converted; a reader that stops gives back at once
+// the room of messages that never reached the pipeline.
+func TestRoomOfAReadComesBackWithItsLastMessage(t *testing.T) {
+	b := membudget.New(1000, nil)
+	l := &roomLedger{budget: b}
+	take := func(n int64) int64 {
+		got, err := b.Take(context.Background(), n, n)
+		if err != nil || got != n {
+			t.Fatalf("Take(%d) = %d, %v", n, got, err)
+		}
+		return n
+	}
+	used := func(want int64) {
+		t.Helper()
+		if got := b.Used(); got != want {
+			t.Fatalf("budget holds %d, want %d", got, want)
+		}
+	}
+	// A read of 10 records converted in two parts of 5 messages, then a
+	// read of 4 records converted whole.
+	room := take(300)
+	l.charge(&room, 0, 5, 10, 5)
+	l.charge(&room, 5, 10, 10, 5)
+	second := take(100)
+	l.charge(&second, 0, 4, 4, 4)
+	used(400)
+	l.resolve(9)
+	used(400) // one message of the first read is out
+	l.resolve(1)
+	used(100)
+	l.resolve(3)
+	used(100)
+	// A third read, half converted, then the reader stops with two
+	// messages in the pipeline: the second read's last one, and one of the
+	// third's.
+	third := take(200)
+	l.charge(&third, 0, 4, 8, 4)
+	l.give(third) // its unconverted records: the reader never keeps them
+	used(200)
+	l.exited(2)
+	used(200) // the third read's buffers are held by its message in flight
+	l.resolve(2)
+	used(0)
+}
