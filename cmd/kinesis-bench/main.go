@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
 		quotas     = fs.Bool("quotas", false, "the scenarios read with AWS's read quotas on (5 calls/s and 2 MiB/s per shard, for GetRecords and each subscription), as on AWS")
 		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory")
-		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader>")
+		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt)")
 		set        settings
 	)
 	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")

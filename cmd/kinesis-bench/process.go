@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,12 +33,15 @@ type processResult struct {
 	peakRSS  int64         // most bytes resident while draining
 	kernelHW int64         // VmHWM at the end: the kernel's peak
 	records  int
+	spread   float64 // the largest ratio of a shard's lag to the median's (see progress)
+	repeats  int     // records output more than once
+	missing  int     // records not output
 }
 
 func (r processResult) String() string {
-	return fmt.Sprintf("%s: %d records in %v (%.0f/s), peak RSS %.1f MiB (kernel %.1f MiB), idle %.1f MiB, CPU %v",
+	return fmt.Sprintf("%s: %d records in %v (%.0f/s), peak RSS %.1f MiB (kernel %.1f MiB), idle %.1f MiB, CPU %v, lag spread %.2f, %d repeated, %d missing",
 		r.reader, r.records, r.wall.Round(time.Millisecond), float64(r.records)/r.wall.Seconds(),
-		mib(r.peakRSS), mib(r.kernelHW), mib(r.idleRSS), r.cpu.Round(time.Millisecond))
+		mib(r.peakRSS), mib(r.kernelHW), mib(r.idleRSS), r.cpu.Round(time.Millisecond), r.spread, r.repeats, r.missing)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
@@ -84,10 +88,14 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 	want := int64(f.cfg.records) * int64(f.cfg.size+1) // a line per record
 	deadline := start.Add(runTimeout)
 	var lastProfile time.Time
+	prog := newProgress(f)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for i := 0; ; i++ {
 		<-tick.C
+		if i%10 == 0 {
+			prog.read(out)
+		}
 		rss := procStatus(cmd.Process.Pid, "VmRSS")
 		if r.idleRSS == 0 && rss > 0 {
 			r.idleRSS = rss
@@ -96,6 +104,9 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 			lastProfile = time.Now()
 			if prof, err := fetch("http://" + debugAddr + "/debug/pprof/heap"); err == nil {
 				os.WriteFile(heapProfile, prof, 0o644)
+			}
+			if stats, err := fetch("http://" + debugAddr + "/debug/pprof/heap?debug=1"); err == nil {
+				os.WriteFile(heapProfile+".txt", stats, 0o644)
 			}
 		}
 		r.peakRSS = max(r.peakRSS, rss)
@@ -120,6 +131,8 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 	}()
 	r.kernelHW = procStatus(cmd.Process.Pid, "VmHWM")
 	r.records = f.cfg.records
+	prog.read(out)
+	r.spread, r.repeats, r.missing = prog.spread, prog.repeats, prog.missing()
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		return r, fmt.Errorf("the binary did not stop cleanly: %v; its log:\n%s", err, logs.String())
@@ -174,19 +187,22 @@ func printProcess(w io.Writer, cfg fakeConfig, rounds int, results map[string][]
 	fmt.Fprintf(w, "the benthos-kinesis binary as a process draining %d records of %d bytes over %d shards to a file; %d rounds, medians\n\n",
 		cfg.records, cfg.size, cfg.shards, rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\trecords/s\tpeak RSS MiB\tkernel peak MiB\tfirst RSS MiB\tCPU µs/rec\t")
+	fmt.Fprintln(tw, "reader\trecords/s\tpeak RSS MiB\tkernel peak MiB\tfirst RSS MiB\tCPU µs/rec\tlag spread\trepeated\tmissing\t")
 	for _, reader := range []string{"polling", "efo"} {
 		rs := results[reader]
 		if len(rs) == 0 {
 			continue
 		}
 		med := func(fn func(processResult) float64) float64 { return median(rs, fn) }
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t\n", reader,
+		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.0f\t%.0f\t\n", reader,
 			med(func(r processResult) float64 { return float64(r.records) / r.wall.Seconds() }),
 			med(func(r processResult) float64 { return mib(r.peakRSS) }),
 			med(func(r processResult) float64 { return mib(r.kernelHW) }),
 			med(func(r processResult) float64 { return mib(r.idleRSS) }),
-			med(func(r processResult) float64 { return float64(r.cpu.Microseconds()) / float64(r.records) }))
+			med(func(r processResult) float64 { return float64(r.cpu.Microseconds()) / float64(r.records) }),
+			slices.Max(collect(rs, func(r processResult) float64 { return r.spread })),
+			slices.Max(collect(rs, func(r processResult) float64 { return float64(r.repeats) })),
+			slices.Max(collect(rs, func(r processResult) float64 { return float64(r.missing) })))
 	}
 	return tw.Flush()
 }

@@ -54,12 +54,18 @@ func printTable(w io.Writer, cfg fakeConfig, rounds int, selected []scenario, re
 
 // median is the median over runs of f of a run.
 func median[R any](rs []R, f func(R) float64) float64 {
+	vs := collect(rs, f)
+	slices.Sort(vs)
+	return vs[len(vs)/2]
+}
+
+// collect is f of each of rs.
+func collect[R any](rs []R, f func(R) float64) []float64 {
 	vs := make([]float64, len(rs))
 	for i, r := range rs {
 		vs[i] = f(r)
 	}
-	slices.Sort(vs)
-	return vs[len(vs)/2]
+	return vs
 }
 
 // medianRatio is the median over rounds of f of a run over f of its round's
