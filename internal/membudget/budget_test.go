@@ -49,37 +49,19 @@ func TestWaitersAreServedInTheOrderTheyCame(t *testing.T) {
 	if _, err := b.Take(ctx, 100, 100); err != nil {
 		t.Fatal(err)
 	}
-	order := make(chan string, 2)
-	var wg sync.WaitGroup
-	take := func(name string, min int64) {
-		defer wg.Done()
-		if _, err := b.Take(ctx, min, min); err != nil {
-			t.Error(err)
-			return
-		}
-		order <- name
-	}
-	wg.Add(1)
-	go take("big", 80)
-	waitWaiters(t, b, 1)
-	wg.Add(1)
-	go take("small", 10)
-	waitWaiters(t, b, 2)
+	q := newQueue(t, b)
+	q.take(ctx, "big", 80)
+	q.take(ctx, "small", 10)
 	b.Give(20) // the small one would fit, the big one came first
 	select {
-	case name := <-order:
+	case name := <-q.served:
 		t.Fatalf("%s was served with 20 free while big waited first", name)
 	case <-time.After(50 * time.Millisecond):
 	}
 	b.Give(60) // 80 free: the big one only
-	if got := <-order; got != "big" {
-		t.Fatalf("served %s first, want big", got)
-	}
+	q.next("big", "it came first")
 	b.Give(10)
-	wg.Wait()
-	if got := <-order; got != "small" {
-		t.Fatalf("served %s second, want small", got)
-	}
+	q.next("small", "it came second")
 }
 
 // TestAWaiterThatGivesUpLetsTheNextOneIn: a reader that stops waiting
@@ -106,6 +88,41 @@ func TestAWaiterThatGivesUpLetsTheNextOneIn(t *testing.T) {
 	}
 	if b.Used() != 100 {
 		t.Fatalf("used %d, want 100", b.Used())
+	}
+}
+
+// queue runs takes of their own size that wait for room, each added once
+// the one before it waits, and tells the order they were served in.
+type queue struct {
+	t       *testing.T
+	b       *Budget
+	waiting int
+	served  chan string
+}
+
+func newQueue(t *testing.T, b *Budget) *queue {
+	return &queue{t: t, b: b, served: make(chan string, 8)}
+}
+
+// take starts a take of n bytes named name, and returns once it waits.
+func (q *queue) take(ctx context.Context, name string, n int64) {
+	q.t.Helper()
+	go func() {
+		if _, err := q.b.Take(ctx, n, n); err != nil {
+			q.t.Error(err)
+			return
+		}
+		q.served <- name
+	}()
+	q.waiting++
+	waitWaiters(q.t, q.b, q.waiting)
+}
+
+// next checks that the take served next is want.
+func (q *queue) next(want, why string) {
+	q.t.Helper()
+	if got := <-q.served; got != want {
+		q.t.Fatalf("%s was served; want %s: %s", got, want, why)
 	}
 }
 
@@ -139,39 +156,17 @@ func TestMembersTakeTurnsByTheRoomTheyGot(t *testing.T) {
 		t.Fatalf("took %d, %v", n, err)
 	}
 	b.Force(40) // full
-	order := make(chan string, 3)
-	var wg sync.WaitGroup
-	take := func(name string, m *Member) {
-		defer wg.Done()
-		if _, err := b.Take(WithMember(t.Context(), m), 25, 25); err != nil {
-			t.Error(err)
-			return
-		}
-		order <- name
-	}
-	wg.Add(1)
-	go take("ahead", ahead) // came first, got 50
-	waitWaiters(t, b, 1)
-	wg.Add(1)
-	go take("behind", behind) // got 10
-	waitWaiters(t, b, 2)
-	late := b.Join() // starts at 10, level with behind, after it
-	wg.Add(1)
-	go take("late", late)
-	waitWaiters(t, b, 3)
+	q := newQueue(t, b)
+	q.take(WithMember(t.Context(), ahead), "ahead", 25)   // came first, got 50
+	q.take(WithMember(t.Context(), behind), "behind", 25) // got 10
+	late := b.Join()                                      // starts at 10, level with behind, after it
+	q.take(WithMember(t.Context(), late), "late", 25)
 	b.Give(25)
-	if got := <-order; got != "behind" {
-		t.Fatalf("%s was served first; want behind, which got least", got)
-	}
+	q.next("behind", "it got least")
 	b.Give(25)
-	if got := <-order; got != "late" {
-		t.Fatalf("%s was served second; want late, level with behind when it joined", got)
-	}
+	q.next("late", "it was level with behind when it joined, and came after it")
 	b.Give(25)
-	wg.Wait()
-	if got := <-order; got != "ahead" {
-		t.Fatalf("%s was served last; want ahead", got)
-	}
+	q.next("ahead", "it got most")
 }
 
 // TestAMemberTakesAboutItsFairShare: with n members sharing the budget a
