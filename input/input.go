@@ -78,6 +78,9 @@ type kinesisInput struct {
 	// budget bounds the bytes of records in flight across every shard
 	// (memory_limit); nil: no limit.
 	budget *membudget.Budget
+	// stallMu guards stallWarned, when budgetStalled last warned.
+	stallMu     sync.Mutex
+	stallWarned time.Time
 	// windows sizes fan-out's flow-control windows within memory_limit;
 	// nil without a limit or by polling.
 	windows *awsclient.StreamWindows
@@ -133,6 +136,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 			records -= records / 4
 		}
 		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
+		in.budget.OnStall(budgetStall, in.budgetStalled)
 	}
 	openForGoMemoryLimit(in, conf.MemoryLimit)
 	return in, nil

@@ -2,6 +2,7 @@ package input
 
 import (
 	"sync"
+	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
 )
@@ -36,26 +37,51 @@ type heldRead struct {
 	closed bool  // every record of the read is converted
 }
 
-// charge moves the room of records [from, to) of a read of total records,
-// whose records [from, total) hold *room, to the m messages they became.
-func (l *roomLedger) charge(room *int64, from, to, total, m int) {
-	if l.budget == nil {
-		return
-	}
+// shareOf takes from *room, the room of records [from, total) of a read,
+// the share of records [from, to), and returns it.
+func shareOf(room *int64, from, to, total int) int64 {
 	share := *room
 	if to < total && total > from {
 		share = *room * int64(to-from) / int64(total-from)
 	}
 	*room -= share
+	return share
+}
+
+// charge moves the room of records [from, to) of a read of total records,
+// whose records [from, total) hold *room, to the m messages they became.
+func (l *roomLedger) charge(room *int64, from, to, total, m int) {
+	share := shareOf(room, from, to, total)
+	if l.budget == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if from == 0 || len(l.reads) == 0 || l.reads[len(l.reads)-1].closed {
+	// A read's parts come in order, each read's after the last one's
+	// (a part may end inside an aggregate, so a read's second part may
+	// start from record 0 again): a new read starts once the last closed.
+	if len(l.reads) == 0 || l.reads[len(l.reads)-1].closed {
 		l.reads = append(l.reads, heldRead{})
 	}
 	r := &l.reads[len(l.reads)-1]
 	r.msgs += m
 	r.bytes += share
 	r.closed = to >= total
+	l.settleLocked()
+}
+
+// flushed takes in m messages a batch policy flushed, holding bytes of room
+// it forces on the budget: while they waited in the batcher their room was
+// given back (see shardReader.handle), so that a batch waiting for more
+// records never holds the room those records need.
+func (l *roomLedger) flushed(m int, bytes int64) {
+	if l.budget == nil || m == 0 {
+		return
+	}
+	l.budget.Force(bytes)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reads = append(l.reads, heldRead{msgs: m, bytes: bytes, closed: true})
 	l.settleLocked()
 }
 
@@ -130,4 +156,20 @@ func (l *roomLedger) give(bytes int64) {
 	if l.budget != nil {
 		l.budget.Give(bytes)
 	}
+}
+
+// budgetStall is how long shards wait for room with none coming back before
+// one read goes over memory_limit (membudget.Budget.OnStall).
+var budgetStall = 10 * time.Second
+
+// budgetStalled warns, at most once a minute, that a read went over
+// memory_limit because no room came back.
+func (in *kinesisInput) budgetStalled(granted int64) {
+	in.stallMu.Lock()
+	defer in.stallMu.Unlock()
+	if time.Since(in.stallWarned) < time.Minute {
+		return
+	}
+	in.stallWarned = time.Now()
+	in.log.Warnf("memory_limit: shards waited %v for room and none came back: a read of %d bytes goes over the limit, and another every %v while this lasts. The pipeline holds more records unacknowledged than memory_limit allows them (%d bytes): an output or a processor batching by count or byte_size waits for records that cannot be read until it lets go of some. Raise memory_limit, or lower that batch", budgetStall, granted, budgetStall, in.budget.Limit())
 }

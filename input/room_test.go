@@ -110,4 +110,53 @@ func TestRoomOfAReadComesBackWithItsLastMessage(t *testing.T) {
 	used(200) // the third read's buffers are held by its message in flight
 	l.resolve(2)
 	used(0)
+
+	// A read whose first record is an aggregate of more user records than
+	// a part holds: its first two parts both start at record 0.
+	agg := take(400)
+	l.charge(&agg, 0, 0, 2, 1024) // inside record 0
+	l.charge(&agg, 0, 2, 2, 477)  // its rest, and record 1
+	next := take(100)
+	l.charge(&next, 0, 3, 3, 3)
+	l.resolve(1501)
+	used(100)
+	l.resolve(3)
+	used(0)
+
+	// Messages a batch policy flushed: their room is forced on the budget
+	// when they go out, and comes back as they are resolved.
+	l.flushed(5, 250)
+	used(250)
+	l.resolve(5)
+	used(0)
+}
+
+// TestOutputBatchLargerThanMemoryLimitDoesNotStall: an output batching by
+// count more records than memory_limit holds waits for records that wait
+// for room it holds. With no room coming back for the stall period, one
+// read goes over the limit at a time, and every record arrives (before
+// the valve, the stream stalled for good). Not parallel: it shortens the
+// stall period for the inputs built meanwhile.
+func TestOutputBatchLargerThanMemoryLimitDoesNotStall(t *testing.T) {
+	saved := budgetStall
+	budgetStall = 100 * time.Millisecond
+	t.Cleanup(func() { budgetStall = saved })
+	for _, reader := range []string{"polling", "efo"} {
+		t.Run(reader, func(t *testing.T) {
+			t.Parallel()
+			srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.MaxEventRecords(10))
+			fakeProducePerShard(t, srv, "orders", fmt.Sprintf("%02000d", 0), 50, 4)
+			// About 3 KiB a record: the records' half holds about 20 of
+			// the 200, the output's batches want 50 (joined input batches
+			// may make one larger: at least 150 are written).
+			extra := "memory_limit: 128KiB\n"
+			if reader == "polling" {
+				extra += "reader: polling\npolling: { interval: 200ms }"
+			} else {
+				extra += "efo: { consumer_name: app }"
+			}
+			inConf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"' }", extra)
+			runCountBatchStream(t, inConf, "threads: 1", 50, &countBatchSink{}, 150, "output batches of 50 records, memory_limit holding about 20", nil)
+		})
+	}
 }

@@ -51,6 +51,9 @@ type shardReader struct {
 	// ledger holds the budget's room of the messages converted and not
 	// yet resolved.
 	ledger *roomLedger
+	// pendingRoom is the room of the messages the batcher holds, taken
+	// again when they are flushed.
+	pendingRoom int64
 	// member is the reader's share of the budget (membudget.Join); nil
 	// without a limit.
 	member *membudget.Member
@@ -457,15 +460,22 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	// A part of at most checkpoint.limit messages at a time: a read whose
 	// aggregates hold many user records is not converted whole while the
 	// batcher flushes.
+	// The read's room is given back as its records are converted: messages
+	// waiting in the batcher hold none (a batch waiting for records would
+	// otherwise hold the room they need), and take it again, forced, when
+	// the batcher flushes them into the pipeline (flush).
 	room := b.Room
+	defer func() { r.ledger.give(room) }()
 	for next := 0; next < len(b.Records); {
 		var msgs service.MessageBatch
 		from := next
 		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
-		r.ledger.charge(&room, from, next, len(b.Records), len(msgs))
+		share := shareOf(&room, from, next, len(b.Records))
+		r.ledger.give(share)
 		positions := r.conv.takePositions()
 		for i, m := range msgs {
 			r.pending++
+			r.pendingRoom += share / int64(len(msgs))
 			r.lastPos = positions[i]
 			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
 				if err := r.flush(ctx); err != nil {
@@ -483,8 +493,8 @@ func (r *shardReader) flush(ctx context.Context) error {
 		return nil
 	}
 	batch, err := r.batcher.Flush(ctx)
-	n, pos := r.pending, r.lastPos
-	r.pending, r.lastPos = 0, checkpoint.Position{} // which would keep its read's strings
+	n, pos, room := r.pending, r.lastPos, r.pendingRoom
+	r.pending, r.lastPos, r.pendingRoom = 0, checkpoint.Position{}, 0 // lastPos would keep its read's strings
 	if err == nil && len(batch) == 0 && ctx.Err() != nil {
 		// Benthos drops a batch whose processors the end of ctx interrupted
 		// (v4.60.0 logs "the batch has been dropped"): those records never
@@ -492,9 +502,12 @@ func (r *shardReader) flush(ctx context.Context) error {
 		// before them and a restart reads them again.
 		return ctx.Err()
 	}
+	// The ledger counts what the tracker resolves: n records, whatever
+	// the batch policy's processors made of them.
 	if err != nil {
 		// Never pass records that did not reach the pipeline: hold the
 		// checkpoint before them as a nack does.
+		r.ledger.flushed(n, 0)
 		e, terr := r.tracker.Track(ctx, pos, n)
 		if terr != nil {
 			return terr
@@ -503,6 +516,7 @@ func (r *shardReader) flush(ctx context.Context) error {
 		r.s.in.log.Errorf("stream %s shard %s: the batch policy failed on %d records ending at %v (%v): they did not reach the pipeline, and the shard's checkpoint stays before them until a restart reads them again", r.s.name, r.info.id, n, pos, err)
 		return nil
 	}
+	r.ledger.flushed(n, room)
 	return r.emit(ctx, batch, pos, n, false)
 }
 
@@ -523,7 +537,13 @@ func (r *shardReader) readyForMore() {
 // than the pipeline takes to drain the part). After a small read (at the
 // tip) the next is fetched as its last part waits for the pipeline, to
 // join it there.
-func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) error {
+func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) (err error) {
+	defer func() {
+		if err != nil { // the records left unconverted give their room back
+			r.ledger.give(p.room)
+			p.room = 0
+		}
+	}()
 	early := len(p.b.Records) <= r.tracker.limit
 	for {
 		last := p.next >= len(p.b.Records)

@@ -135,6 +135,9 @@ type reader struct {
 	start    shard.Start
 	lastSeq  string // last record delivered; a fresh iterator starts after it
 	iterator string
+	// iteratorAt is when the iterator was handed out: it expires 5 minutes
+	// later.
+	iteratorAt time.Time
 	backoff  backoff.Backoff
 	failures int
 	// recordSize is the bytes of a record (data and partition key), averaged
@@ -191,6 +194,10 @@ func (r *reader) size() float64 {
 	}
 	return r.recordSize
 }
+
+// iteratorFresh is how old an iterator may be when a call is made with it:
+// AWS lets one live 5 minutes.
+const iteratorFresh = 4 * time.Minute
 
 // take takes room for the next call from the budget, between one record's
 // cost and the cost of limit() records, and returns it with the records
@@ -251,7 +258,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 				}
 				continue
 			}
-			r.iterator = it
+			r.iterator, r.iteratorAt = it, time.Now()
 		}
 		if err := r.pacer.Wait(ctx, r.shardID); err != nil {
 			return err
@@ -259,6 +266,20 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		taken, limit, err := r.take(ctx)
 		if err != nil {
 			return err
+		}
+		if time.Since(r.iteratorAt) > iteratorFresh {
+			// The wait for room outlasted the iterator: a fresh one, with
+			// the room kept, rather than a call bound to fail that gives
+			// the room and the shard's turn away.
+			it, err := r.getIterator(ctx)
+			if err != nil {
+				r.giveBack(taken)
+				if retryErr := r.retry(ctx, "GetShardIterator", err); retryErr != nil {
+					return retryErr
+				}
+				continue
+			}
+			r.iterator, r.iteratorAt = it, time.Now()
 		}
 		r.pacer.Done(r.shardID)
 		called := time.Now()
@@ -306,7 +327,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			r.pacer.Forget(r.shardID)
 			return nil
 		}
-		r.iterator = aws.ToString(out.NextShardIterator)
+		r.iterator, r.iteratorAt = aws.ToString(out.NextShardIterator), called
 		if gap := r.idle(len(out.Records), b.MillisBehindLatest); gap > r.opts.Interval {
 			if err := backoff.Sleep(ctx, time.Until(called.Add(gap))); err != nil {
 				return err

@@ -9,6 +9,7 @@ package membudget
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Budget is a number of bytes shared by readers. Its methods are safe for
@@ -26,6 +27,11 @@ type Budget struct {
 	// members are the readers sharing the budget (Join).
 	members  map[*Member]struct{}
 	arrivals uint64 // numbers the waiters in the order they came
+	// stallAfter, when positive, opens the valve (OnStall); lastGive is
+	// when room last came back.
+	stallAfter time.Duration
+	onStall    func(granted int64)
+	lastGive   time.Time
 }
 
 // Member is one reader of a budget (Join). Its turn among the waiters
@@ -61,13 +67,23 @@ func New(limit int64, report func(used int64)) *Budget {
 	return &Budget{limit: limit, report: report}
 }
 
+// OnStall opens a valve against a pipeline that can only go on with more
+// memory than the budget: an output batching more records than the budget
+// holds waits for records that wait for room it holds. Once a reader has
+// waited for after with no room given back meanwhile, the next in turn is
+// granted its min over the limit, and f (when not nil) is told how much.
+// Call it before the budget is used.
+func (b *Budget) OnStall(after time.Duration, f func(granted int64)) {
+	b.stallAfter, b.onStall = after, f
+}
+
 // Limit is the budget's size in bytes.
 func (b *Budget) Limit() int64 { return b.limit }
 
 // Join counts a reader sharing the budget until it calls Leave. Take
 // grants no reader more than twice its fair share, the limit over the
-// readers,
-// so that while room is short every reader advances a little at a time;
+// readers, so that while room is short every reader advances a little at a
+// time;
 // and a Take whose context carries the member (WithMember) waits its turn
 // by the room the member got so far. A reader joins as having got the
 // least any other got: a shard read for the first time does not take its
@@ -145,25 +161,84 @@ func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 	w := &waiter{member: member, arrival: b.arrivals, min: min, max: max, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
+	var stall <-chan time.Time
+	if b.stallAfter > 0 {
+		t := time.NewTimer(b.stallAfter)
+		defer t.Stop()
+		stall = t.C
+		for {
+			select {
+			case <-w.ready:
+				return w.granted, nil
+			case <-ctx.Done():
+				return b.giveUp(ctx, w)
+			case <-stall:
+			}
+			if n, ok := b.valve(w); ok {
+				return n, nil
+			}
+			t.Reset(b.stallAfter)
+		}
+	}
 	select {
 	case <-w.ready:
 		return w.granted, nil
 	case <-ctx.Done():
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		select {
-		case <-w.ready: // granted meanwhile: give it back
-			b.put(w.granted)
-		default:
-			for i, x := range b.waiters {
-				if x == w {
-					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-					break
-				}
-			}
-			b.serve() // the next one may fit now
+		return b.giveUp(ctx, w)
+	}
+}
+
+// giveUp takes w out of the queue for a Take whose ctx ended; room granted
+// to it meanwhile goes back.
+func (b *Budget) giveUp(ctx context.Context, w *waiter) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready: // granted meanwhile: give it back
+		b.put(w.granted)
+	default:
+		b.remove(w)
+		b.serve() // the next one may fit now
+	}
+	return 0, ctx.Err()
+}
+
+// valve grants w its min over the limit if it is next in turn and no room
+// came back for stallAfter (see OnStall).
+func (b *Budget) valve(w *waiter) (int64, bool) {
+	b.mu.Lock()
+	select {
+	case <-w.ready:
+		b.mu.Unlock()
+		return w.granted, true
+	default:
+	}
+	if time.Since(b.lastGive) < b.stallAfter || b.next() != w {
+		b.mu.Unlock()
+		return 0, false
+	}
+	b.remove(w)
+	b.used += w.min
+	b.changed()
+	w.granted = w.min
+	w.member.add(w.min)
+	b.lastGive = time.Now() // the next opening is a whole period away
+	close(w.ready)
+	f := b.onStall
+	b.mu.Unlock()
+	if f != nil {
+		f(w.min)
+	}
+	return w.min, true
+}
+
+// remove takes w out of the queue. Must hold b.mu.
+func (b *Budget) remove(w *waiter) {
+	for i, x := range b.waiters {
+		if x == w {
+			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+			return
 		}
-		return 0, ctx.Err()
 	}
 }
 
@@ -201,6 +276,7 @@ func (b *Budget) Used() int64 {
 
 // put gives n bytes back and serves the waiters that fit. Must hold b.mu.
 func (b *Budget) put(n int64) {
+	b.lastGive = time.Now()
 	b.used -= n
 	b.changed()
 	b.serve()
@@ -212,22 +288,27 @@ func (b *Budget) put(n int64) {
 // Must hold b.mu.
 func (b *Budget) serve() {
 	for len(b.waiters) > 0 {
-		next := 0
-		for i, w := range b.waiters[1:] {
-			if w.before(b.waiters[next]) {
-				next = i + 1
-			}
-		}
-		w := b.waiters[next]
+		w := b.next()
 		n := b.grant(w.min, w.max)
 		if n == 0 {
 			return
 		}
 		w.granted = n
 		w.member.add(n)
-		b.waiters = append(b.waiters[:next], b.waiters[next+1:]...)
+		b.remove(w)
 		close(w.ready)
 	}
+}
+
+// next is the waiter whose turn is next. Must hold b.mu, with waiters.
+func (b *Budget) next() *waiter {
+	next := b.waiters[0]
+	for _, w := range b.waiters[1:] {
+		if w.before(next) {
+			next = w
+		}
+	}
+	return next
 }
 
 // before tells whether w's turn comes before o's.

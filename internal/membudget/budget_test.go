@@ -199,3 +199,42 @@ func TestAMemberTakesAboutItsFairShare(t *testing.T) {
 		t.Fatalf("alone, took %d, want the whole 100", n)
 	}
 }
+
+// TestAStalledBudgetLetsTheNextReadThrough: when no room comes back for
+// the stall period while a reader waits (an output holding records until
+// it gets more), the next in turn is granted its min over the limit, and
+// told of; then the valve stays shut for another period.
+func TestAStalledBudgetLetsTheNextReadThrough(t *testing.T) {
+	t.Parallel()
+	b := New(100, nil)
+	stalled := make(chan int64, 2)
+	b.OnStall(50*time.Millisecond, func(n int64) { stalled <- n })
+	if _, err := b.Take(t.Context(), 100, 100); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n, err := b.Take(t.Context(), 30, 60)
+	if err != nil || n != 30 {
+		t.Fatalf("took %d, %v; want its min, 30, over the limit", n, err)
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Fatalf("let through after %v, before the stall period of 50ms", waited)
+	}
+	if got := <-stalled; got != 30 || b.Used() != 130 {
+		t.Fatalf("told of %d, used %d; want 30 and 130", got, b.Used())
+	}
+	// Room given back while the next one waits: it is served by turn, not
+	// by the valve.
+	got := make(chan int64, 1)
+	go func() { n, _ := b.Take(t.Context(), 20, 20); got <- n }()
+	waitWaiters(t, b, 1)
+	b.Give(50)
+	if n := <-got; n != 20 || b.Used() != 100 {
+		t.Fatalf("took %d, used %d; want 20 and 100", n, b.Used())
+	}
+	select {
+	case n := <-stalled:
+		t.Fatalf("the valve opened again (%d) for a take served by turn", n)
+	default:
+	}
+}
