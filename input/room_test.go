@@ -160,3 +160,21 @@ func TestOutputBatchLargerThanMemoryLimitDoesNotStall(t *testing.T) {
 		})
 	}
 }
+
+// TestInputBatchLargerThanMemoryLimitDoesNotStall: each shard's batch
+// policy (count 50) holds more records than memory_limit leaves a shard;
+// records waiting in a batcher hold no room, so the shards go on reading
+// until their batches fill, and every record arrives once.
+func TestInputBatchLargerThanMemoryLimitDoesNotStall(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	want := inputtest.Produced{}
+	for k, v := range fakeProducePerShard(t, srv, "orders", fmt.Sprintf("%02000d", 0), 50, 4) {
+		want[k] = v
+	}
+	extra := "memory_limit: 128KiB\nreader: polling\npolling: { interval: 200ms }\nbatching: { count: 50 }"
+	out := &inputtest.Collector{}
+	inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), extra), out.Consume, inputtest.Options{})
+	out.WaitFor(t, len(want), 30*time.Second)
+	inputtest.CheckDelivery(t, out.All(), want, true)
+}
