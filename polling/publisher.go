@@ -138,8 +138,8 @@ type reader struct {
 	// iteratorAt is when the iterator was handed out: it expires 5 minutes
 	// later.
 	iteratorAt time.Time
-	backoff  backoff.Backoff
-	failures int
+	backoff    backoff.Backoff
+	failures   int
 	// recordSize is the bytes of a record (data and partition key), averaged
 	// over the reads so far; 0 before the first record.
 	recordSize float64
