@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,6 +79,10 @@ type kinesisInput struct {
 	// budget bounds the bytes of records in flight across every shard
 	// (memory_limit); nil: no limit.
 	budget *membudget.Budget
+	// pulling counts ReadBatch calls waiting for records: the pipeline is
+	// asking for more. The budget's valve opens only then: a pipeline that
+	// stopped asking (an output down or slow) is not let past the limit.
+	pulling atomic.Int32
 	// stallMu guards stallWarned, when budgetStalled last warned.
 	stallMu     sync.Mutex
 	stallWarned time.Time
@@ -136,7 +141,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 			records -= records / 4
 		}
 		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
-		in.budget.OnStall(budgetStall, in.budgetStalled)
+		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)
 	}
 	openForGoMemoryLimit(in, conf.MemoryLimit)
 	return in, nil
@@ -381,23 +386,34 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 			}
 			due = timer.C
 		}
+		// Counted while the pipeline waits for records (see pulling).
+		in.pulling.Add(1)
+		var d delivery
+		var got bool
+		var stop error
 		select {
-		case d := <-in.out:
-			if d.lapsed(time.Now()) {
-				d.withdraw()
-				continue
-			}
-			if !in.conf.ReplayNacks {
-				return d.batch, func(_ context.Context, err error) error { d.ack(err); return nil }, nil
-			}
-			return in.hand(&replay{batch: d.batch, ack: d.ack})
+		case d = <-in.out:
+			got = true
 		case <-due:
 		case <-in.replays.added:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			stop = ctx.Err()
 		case <-in.ctx.Done():
-			return nil, nil, service.ErrEndOfInput
+			stop = service.ErrEndOfInput
 		}
+		in.pulling.Add(-1)
+		switch {
+		case stop != nil:
+			return nil, nil, stop
+		case !got:
+			continue
+		case d.lapsed(time.Now()):
+			d.withdraw()
+			continue
+		case !in.conf.ReplayNacks:
+			return d.batch, func(_ context.Context, err error) error { d.ack(err); return nil }, nil
+		}
+		return in.hand(&replay{batch: d.batch, ack: d.ack})
 	}
 }
 

@@ -171,5 +171,5 @@ func (in *kinesisInput) budgetStalled(granted int64) {
 		return
 	}
 	in.stallWarned = time.Now()
-	in.log.Warnf("memory_limit: shards waited %v for room and none came back: a read of %d bytes goes over the limit, and another every %v while this lasts. The pipeline holds more records unacknowledged than memory_limit allows them (%d bytes): an output or a processor batching by count or byte_size waits for records that cannot be read until it lets go of some. Raise memory_limit, or lower that batch", budgetStall, granted, budgetStall, in.budget.Limit())
+	in.log.Warnf("memory_limit: shards waited %v for room, none came back, and the pipeline waits for records: a read of %d bytes goes over the limit, and another every %v while this lasts. The pipeline holds more records unacknowledged than memory_limit allows them (%d bytes): an output or a processor batching by count or byte_size waits for records that cannot be read until it lets go of some. Raise memory_limit, or lower that batch", budgetStall, granted, budgetStall, in.budget.Limit())
 }

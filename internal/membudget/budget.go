@@ -29,9 +29,10 @@ type Budget struct {
 	arrivals uint64 // numbers the waiters in the order they came
 	// stallAfter, when positive, opens the valve (OnStall); lastGive is
 	// when room last came back.
-	stallAfter time.Duration
-	onStall    func(granted int64)
-	lastGive   time.Time
+	stallAfter   time.Duration
+	stallWaiting func() bool
+	onStall      func(granted int64)
+	lastGive     time.Time
 }
 
 // Member is one reader of a budget (Join). Its turn among the waiters
@@ -70,11 +71,14 @@ func New(limit int64, report func(used int64)) *Budget {
 // OnStall opens a valve against a pipeline that can only go on with more
 // memory than the budget: an output batching more records than the budget
 // holds waits for records that wait for room it holds. Once a reader has
-// waited for after with no room given back meanwhile, the next in turn is
-// granted its min over the limit, and f (when not nil) is told how much.
+// waited for after with no room given back meanwhile, and waiting (when not
+// nil) says the pipeline is waiting for records too (not an output that is
+// down or slow), the next in turn is granted over the limit: its min, or a
+// quarter of the budget if that is more (within its max), so that a valve
+// opening brings more than a record. f (when not nil) is told how much.
 // Call it before the budget is used.
-func (b *Budget) OnStall(after time.Duration, f func(granted int64)) {
-	b.stallAfter, b.onStall = after, f
+func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(granted int64)) {
+	b.stallAfter, b.stallWaiting, b.onStall = after, waiting, f
 }
 
 // Limit is the budget's size in bytes.
@@ -203,7 +207,7 @@ func (b *Budget) giveUp(ctx context.Context, w *waiter) (int64, error) {
 	return 0, ctx.Err()
 }
 
-// valve grants w its min over the limit if it is next in turn and no room
+// valve grants w room over the limit if it is next in turn and no room
 // came back for stallAfter (see OnStall).
 func (b *Budget) valve(w *waiter) (int64, bool) {
 	b.mu.Lock()
@@ -213,23 +217,24 @@ func (b *Budget) valve(w *waiter) (int64, bool) {
 		return w.granted, true
 	default:
 	}
-	if time.Since(b.lastGive) < b.stallAfter || b.next() != w {
+	if time.Since(b.lastGive) < b.stallAfter || b.next() != w || (b.stallWaiting != nil && !b.stallWaiting()) {
 		b.mu.Unlock()
 		return 0, false
 	}
 	b.remove(w)
-	b.used += w.min
+	n := max(w.min, min(w.max, b.limit/4))
+	b.used += n
 	b.changed()
-	w.granted = w.min
-	w.member.add(w.min)
+	w.granted = n
+	w.member.add(n)
 	b.lastGive = time.Now() // the next opening is a whole period away
 	close(w.ready)
 	f := b.onStall
 	b.mu.Unlock()
 	if f != nil {
-		f(w.min)
+		f(n)
 	}
-	return w.min, true
+	return n, true
 }
 
 // remove takes w out of the queue. Must hold b.mu.

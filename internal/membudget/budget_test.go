@@ -3,6 +3,7 @@ package membudget
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -208,14 +209,22 @@ func TestAStalledBudgetLetsTheNextReadThrough(t *testing.T) {
 	t.Parallel()
 	b := New(100, nil)
 	stalled := make(chan int64, 2)
-	b.OnStall(50*time.Millisecond, func(n int64) { stalled <- n })
+	var pipelineWaits atomic.Bool
+	b.OnStall(50*time.Millisecond, pipelineWaits.Load, func(n int64) { stalled <- n })
 	if _, err := b.Take(t.Context(), 100, 100); err != nil {
 		t.Fatal(err)
 	}
+	// The pipeline not asking for records (an output down): no valve.
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	if n, err := b.Take(ctx, 30, 60); err == nil {
+		t.Fatalf("took %d over the limit while the pipeline was not waiting for records", n)
+	}
+	cancel()
+	pipelineWaits.Store(true)
 	start := time.Now()
 	n, err := b.Take(t.Context(), 30, 60)
 	if err != nil || n != 30 {
-		t.Fatalf("took %d, %v; want its min, 30, over the limit", n, err)
+		t.Fatalf("took %d, %v; want its min, 30 (more than a quarter of the budget), over the limit", n, err)
 	}
 	if waited := time.Since(start); waited < 50*time.Millisecond {
 		t.Fatalf("let through after %v, before the stall period of 50ms", waited)
