@@ -2,8 +2,8 @@
 // reads: the bytes of records read and not yet acknowledged, and of the
 // reads under way. A reader takes room before it reads and gives it back
 // once what it read is acknowledged; while room is short, readers wait
-// their turn, first come first served, so that no shard starves while
-// others read.
+// their turn, the one that got least room first, so that no shard starves
+// while others read.
 package membudget
 
 import (
@@ -19,7 +19,7 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64
-	// waiters wait in the order they came; the first is served first.
+	// waiters wait for room; next says whose turn it is.
 	waiters []*waiter
 	// report, when set, is told of every change of used, under mu (so a
 	// gauge never ends on a stale value).
@@ -87,8 +87,7 @@ func (b *Budget) Limit() int64 { return b.limit }
 // Join counts a reader sharing the budget until it calls Leave. Take
 // grants no reader more than twice its fair share, the limit over the
 // readers, so that while room is short every reader advances a little at a
-// time;
-// and a Take whose context carries the member (WithMember) waits its turn
+// time; and a Take whose context carries the member (WithMember) waits its turn
 // by the room the member got so far. A reader joins as having got the
 // least any other got: a shard read for the first time does not take its
 // turns back from those read for hours.
@@ -122,11 +121,11 @@ func (m *Member) Leave() {
 	delete(m.b.members, m)
 }
 
-// Take waits until at least min bytes are free and no earlier reader waits,
-// then takes as many as are free, up to max (and twice the reader's fair
-// share, see Join), and returns how many. A min
-// larger than the whole budget gets the whole budget once nothing else is
-// in use: one read must always be possible. It fails only when ctx ends.
+// Take waits until at least min bytes are free and it is this reader's
+// turn, then takes as many as are free, up to max (and twice the reader's
+// fair share, see Join), and returns how many. A min larger than the whole
+// budget gets the whole budget once nothing else is in use: one read must
+// always be possible. It fails only when ctx ends.
 func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 	if b == nil {
 		return max, ctx.Err()
@@ -165,30 +164,25 @@ func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 	w := &waiter{member: member, arrival: b.arrivals, min: min, max: max, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
-	var stall <-chan time.Time
+	var stall <-chan time.Time // nil: no valve
+	var timer *time.Timer
 	if b.stallAfter > 0 {
-		t := time.NewTimer(b.stallAfter)
-		defer t.Stop()
-		stall = t.C
-		for {
-			select {
-			case <-w.ready:
-				return w.granted, nil
-			case <-ctx.Done():
-				return b.giveUp(ctx, w)
-			case <-stall:
-			}
-			if n, ok := b.valve(w); ok {
-				return n, nil
-			}
-			t.Reset(b.stallAfter)
-		}
+		timer = time.NewTimer(b.stallAfter)
+		defer timer.Stop()
+		stall = timer.C
 	}
-	select {
-	case <-w.ready:
-		return w.granted, nil
-	case <-ctx.Done():
-		return b.giveUp(ctx, w)
+	for {
+		select {
+		case <-w.ready:
+			return w.granted, nil
+		case <-ctx.Done():
+			return b.giveUp(ctx, w)
+		case <-stall:
+		}
+		if n, ok := b.valve(w); ok {
+			return n, nil
+		}
+		timer.Reset(b.stallAfter)
 	}
 }
 
