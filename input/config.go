@@ -3,6 +3,7 @@ package input
 import (
 	"crypto/rand"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -500,6 +501,10 @@ var byteUnits = []struct {
 }{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
 
 // parseBytes reads a size: bytes, or a number with a unit of byteUnits.
+// bytesExpected says what memory_limit takes, for its lint rule and its
+// parse error.
+const bytesExpected = "expected a size in bytes, or a whole number with a unit (KiB, MiB, GiB, KB, MB, GB), such as 64MiB; 0 for no limit"
+
 func parseBytes(s string) (int64, error) {
 	num, unit := strings.TrimSpace(s), int64(1)
 	for _, u := range byteUnits {
@@ -510,7 +515,7 @@ func parseBytes(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/unit {
-		return 0, fmt.Errorf("expected a size in bytes, or a whole number with a unit (KiB, MiB, GiB, KB, MB, GB), such as 64MiB; 0 for no limit")
+		return 0, errors.New(bytesExpected)
 	}
 	return n * unit, nil
 }

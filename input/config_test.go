@@ -147,6 +147,8 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\ncheckpoint: {commit_period: -1s}":                         "field checkpoint.commit_period: -1s is too short",
 		"streams: [a]\nreader: polling\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01":    "field start_timestamp: 2024-13-01 is neither an RFC 3339 time",
 		"streams: [a]\nreader: polling\npolling: {interval: 50ms}":                                "field polling.interval: 50ms is too short; expected at least 200ms",
+		"streams: [a]\nreader: polling\nmemory_limit: 64XB":                                       "field memory_limit: 64XB: expected a size in bytes",
+		"streams: [a]\nreader: polling\nmemory_limit: -5MiB":                                      "field memory_limit: -5MiB: expected a size in bytes",
 		// Before, these four passed the lint.
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: 'bad name!'}}":             "field checkpoint.dynamodb.table: bad name!: expected a DynamoDB table name",
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, endpoint: 'ftp://x'}}": "field checkpoint.dynamodb.endpoint: ftp://x: expected an http or https URL",
