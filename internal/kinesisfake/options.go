@@ -33,6 +33,10 @@ type config struct {
 
 	shardEndWithRecords bool
 
+	// otherAccount: the streams belong to another account than the caller's
+	// (see OtherAccount).
+	otherAccount bool
+
 	logger *slog.Logger
 
 	// clock, when set (only by this package's tests), is the state's time
@@ -78,6 +82,17 @@ func Region(r string) Opt { return func(c *config) { c.region = r } }
 
 // Account sets the 12-digit account id used in ARNs (default 000000000000).
 func Account(id string) Opt { return func(c *config) { c.acct = id } }
+
+// OtherAccount serves the streams as another account's, shared with the
+// caller by a resource policy: AWS then finds a stream only by its ARN. A
+// call that names a stream by StreamName is answered ResourceNotFound (the
+// name is looked up in the caller's account), and one that needs a stream
+// but carries no StreamARN (GetRecords with an iterator only) AccessDenied.
+// Consumer calls may name the consumer by its ConsumerARN instead, and
+// ListShards may continue by its NextToken alone. Server.CallsWithoutARN
+// counts the refusals per operation. CreateStream and ListStreams, the
+// owner's calls, are served as before.
+func OtherAccount() Opt { return func(c *config) { c.otherAccount = true } }
 
 // Stream creates an ACTIVE stream with the given number of shards at New.
 func Stream(name string, shards int) Opt {

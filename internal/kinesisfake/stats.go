@@ -8,6 +8,7 @@ type stats struct {
 	mu        sync.Mutex
 	calls     map[string]int
 	throttled map[string]int
+	noARN     map[string]int
 }
 
 func (st *stats) call(op string) {
@@ -26,6 +27,23 @@ func (st *stats) throttle(op string, n int) {
 	}
 	st.throttled[op] += n
 	st.mu.Unlock()
+}
+
+func (st *stats) withoutARN(op string) {
+	st.mu.Lock()
+	if st.noARN == nil {
+		st.noARN = map[string]int{}
+	}
+	st.noARN[op]++
+	st.mu.Unlock()
+}
+
+// CallsWithoutARN returns how many requests for op were refused because
+// they did not name the stream by its ARN (see OtherAccount).
+func (s *Server) CallsWithoutARN(op string) int {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.noARN[op]
 }
 
 // Calls returns how many requests for op the server has received, including

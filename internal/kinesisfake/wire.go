@@ -109,6 +109,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.stats.call(op)
 	c := &call{op: op, body: body, header: r.Header, ctx: r.Context(), proto: r.Proto, http1: r.ProtoMajor == 1}
+	if s.cfg.otherAccount {
+		if aerr := s.byARNOnly(c); aerr != nil {
+			s.stats.withoutARN(op)
+			writeError(w, aerr)
+			return
+		}
+	}
 
 	if s.injectFaults(w, c) {
 		s.log.Info("kinesisfake: fault injected", "op", op, "proto", r.Proto)
