@@ -16,6 +16,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
@@ -61,6 +62,13 @@ type leaseConfig struct {
 	InstanceID  string
 	StealLimit  int
 	Balance     string // balanceThroughput or balanceCount
+	// Group is the group of pipelines sharing the table (lease.Grouped);
+	// empty: the table is the group.
+	Group string
+	// Region and Creds are the table's when it is not in the stream's
+	// region or account: empty and nil mean the input's.
+	Region string
+	Creds  *credentials
 }
 
 // The ways instances share a stream's shards (checkpoint.dynamodb.balance).
@@ -174,7 +182,7 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	} else if enabled {
 		c.TLS = tlsConf
 	}
-	if c.Creds, err = parseCredentials(pc.Namespace(fCredentials)); err != nil {
+	if c.Creds, err = parseCredentials(pc.Namespace(fCredentials), fCredentials); err != nil {
 		return c, err
 	}
 
@@ -304,7 +312,8 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	return c, nil
 }
 
-func parseCredentials(pc *service.ParsedConfig) (credentials, error) {
+// parseCredentials reads the credentials object at field.
+func parseCredentials(pc *service.ParsedConfig, field string) (credentials, error) {
 	var c credentials
 	for _, f := range []struct {
 		name string
@@ -313,6 +322,9 @@ func parseCredentials(pc *service.ParsedConfig) (credentials, error) {
 		{fCredProfile, &c.Profile}, {fCredID, &c.ID}, {fCredSecret, &c.Secret}, {fCredToken, &c.Token},
 		{fCredRole, &c.Role}, {fCredRoleExternalID, &c.RoleExternalID},
 	} {
+		if !pc.Contains(f.name) {
+			continue // an optional field left out (the lease table's)
+		}
 		v, err := pc.FieldString(f.name)
 		if err != nil {
 			return c, err
@@ -320,19 +332,19 @@ func parseCredentials(pc *service.ParsedConfig) (credentials, error) {
 		*f.dst = v
 	}
 	if (c.ID == "") != (c.Secret == "") {
-		return c, fmt.Errorf("field %s: %s and %s go together: set both or neither", fCredentials, fCredID, fCredSecret)
+		return c, fmt.Errorf("field %s: %s and %s go together: set both or neither", field, fCredID, fCredSecret)
 	}
 	if c.Token != "" && c.ID == "" {
-		return c, fmt.Errorf("field %s.%s: a session token needs %s and %s", fCredentials, fCredToken, fCredID, fCredSecret)
+		return c, fmt.Errorf("field %s.%s: a session token needs %s and %s", field, fCredToken, fCredID, fCredSecret)
 	}
 	if c.Profile != "" && c.ID != "" {
-		return c, fmt.Errorf("field %s: set either %s or static %s/%s, not both", fCredentials, fCredProfile, fCredID, fCredSecret)
+		return c, fmt.Errorf("field %s: set either %s or static %s/%s, not both", field, fCredProfile, fCredID, fCredSecret)
 	}
 	if c.RoleExternalID != "" && c.Role == "" {
-		return c, fmt.Errorf("field %s.%s: an external id needs %s", fCredentials, fCredRoleExternalID, fCredRole)
+		return c, fmt.Errorf("field %s.%s: an external id needs %s", field, fCredRoleExternalID, fCredRole)
 	}
 	if c.Role != "" && !strings.HasPrefix(c.Role, "arn:") {
-		return c, fieldError(fCredentials+"."+fCredRole, c.Role, "expected a role ARN, e.g. arn:aws:iam::123456789012:role/reader")
+		return c, fieldError(field+"."+fCredRole, c.Role, "expected a role ARN, e.g. arn:aws:iam::123456789012:role/reader")
 	}
 	return c, nil
 }
@@ -459,6 +471,27 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	}
 	if l.Balance != balanceThroughput && l.Balance != balanceCount {
 		return nil, fieldError(at+fDynamoBalance, l.Balance, "expected throughput or count")
+	}
+	if l.Group, err = pc.FieldString(fDynamoGroup); err != nil {
+		return nil, err
+	}
+	if err := lease.CheckGroup(l.Group); err != nil && l.Group != "" {
+		return nil, fieldError(at+fDynamoGroup, l.Group, "%v", err)
+	}
+	if l.Region, err = pc.FieldString(fDynamoRegion); err != nil {
+		return nil, err
+	}
+	if l.Region != "" {
+		if err := awsclient.CheckRegion(l.Region); err != nil {
+			return nil, fmt.Errorf("field %s%s: %w", at, fDynamoRegion, err)
+		}
+	}
+	if pc.Contains(fCredentials) {
+		creds, err := parseCredentials(pc.Namespace(fCredentials), at+fCredentials)
+		if err != nil {
+			return nil, err
+		}
+		l.Creds = &creds
 	}
 	return &l, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -64,6 +66,10 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"lease table name with a space", base + "checkpoint: {dynamodb: {table: 'bad name!'}}", []string{"field checkpoint.dynamodb.table", `"bad name!"`, "3 to 255"}},
 		{"negative steal limit", base + "checkpoint: {dynamodb: {table: leases, steal_limit: -1}}", []string{"field checkpoint.dynamodb.steal_limit", `"-1"`}},
 		{"unknown balance", base + "checkpoint: {dynamodb: {table: leases, balance: random}}", []string{"field checkpoint.dynamodb.balance", `"random"`, "throughput or count"}},
+		{"lease group name", base + "checkpoint: {dynamodb: {table: leases, group: 'my group'}}", []string{"field checkpoint.dynamodb.group", `"my group"`, "1 to 128"}},
+		{"lease table region", base + "checkpoint: {dynamodb: {table: leases, region: 'EU West'}}", []string{"field checkpoint.dynamodb.region", `"EU West"`, "expected an AWS region"}},
+		{"lease table role", base + "checkpoint: {dynamodb: {table: leases, credentials: {role: leases}}}", []string{"field checkpoint.dynamodb.credentials.role", `"leases"`, "expected a role ARN"}},
+		{"lease table key without secret", base + "checkpoint: {dynamodb: {table: leases, credentials: {id: AKID}}}", []string{"field checkpoint.dynamodb.credentials", "id and secret go together"}},
 		{"aws_kinesis fields", base + "checkpoint_limit: 10\nstart_from_oldest: true", []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field start_from_oldest", "start_from: trim_horizon"}},
 		{"KCL names", base + "application_name: app", []string{"field application_name", "efo.consumer_name"}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
@@ -155,6 +161,8 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\nendpoint: 'localhost:4568'":                               "field endpoint: localhost:4568: expected an http or https URL",
 		"streams: [a]\nreader: polling\nregion: us east 1":                                        "field region: us east 1: expected an AWS region",
 		"streams: [a]\nreader: polling\ncheckpoint: {limit: 9223372036854775807}":                 "field checkpoint.limit: 9223372036854775807: expected 1 to 2147483647",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, group: 'a/b'}}":        "field checkpoint.dynamodb.group: a/b: expected a group name",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, region: 'EU'}}":        "field checkpoint.dynamodb.region: EU: expected an AWS region",
 	}
 	// A password in an endpoint is not shown by the lint either.
 	cases["streams: [a]\nreader: polling\nendpoint: 'ftp://user:hunter2@host'"] = "field endpoint: ftp://xxxxx@host: expected an http or https URL"
@@ -205,5 +213,35 @@ func TestCheckpointLimitBound(t *testing.T) {
 	}
 	if _, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit+1)); err == nil || !strings.Contains(err.Error(), "field checkpoint.limit") {
 		t.Fatalf("limit %d: %v, want an error naming the field", maxCheckpointLimit+1, err)
+	}
+}
+
+// TestLeaseTableSettings: the lease table is reached with the input's
+// region and credentials unless checkpoint.dynamodb gives its own; its
+// credentials, when given, replace the input's whole (`{}`: the SDK's
+// chain, not the input's role).
+func TestLeaseTableSettings(t *testing.T) {
+	t.Parallel()
+	const head = "streams: [orders]\nreader: polling\nregion: us-east-1\ncredentials: {id: AKIDSTREAM, secret: s, role: 'arn:aws:iam::111111111111:role/reader'}\n"
+	for _, tc := range []struct {
+		name, dynamo string
+		want         awsclient.Settings
+	}{
+		{"the input's", "{table: leases}", awsclient.Settings{Region: "us-east-1", ID: "AKIDSTREAM", Secret: "s", Role: "arn:aws:iam::111111111111:role/reader"}},
+		{"own region", "{table: leases, region: eu-west-1}", awsclient.Settings{Region: "eu-west-1", ID: "AKIDSTREAM", Secret: "s", Role: "arn:aws:iam::111111111111:role/reader"}},
+		{"own role", "{table: leases, credentials: {role: 'arn:aws:iam::222222222222:role/leases', role_external_id: x}}", awsclient.Settings{Region: "us-east-1", Role: "arn:aws:iam::222222222222:role/leases", RoleExternalID: "x"}},
+		{"the SDK chain", "{table: leases, credentials: {}}", awsclient.Settings{Region: "us-east-1"}},
+		{"own profile and region", "{table: leases, region: eu-central-1, credentials: {profile: mine}}", awsclient.Settings{Region: "eu-central-1", Profile: "mine"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := newTestInput(t, head+"checkpoint: {dynamodb: "+tc.dynamo+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := in.conf.Coordination.(*leaseConfig).settings(in.conf)
+			if got != tc.want {
+				t.Errorf("table settings %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

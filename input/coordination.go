@@ -24,8 +24,9 @@ type coordinationConfig interface {
 	// check refuses at start what can never serve (an unusable directory,
 	// a missing table), rather than Connect retrying it for ever.
 	check(conf config) error
-	// open opens the store or the table.
-	open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error)
+	// open opens the store or the table; cfg is the input's AWS
+	// configuration.
+	open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger) (coord.Coordination, error)
 	// store names where the checkpoints are kept, for messages (the
 	// directory's absolute path, or the table), and the flags that point the
 	// checkpoint commands at it.
@@ -61,7 +62,7 @@ func (f fileConfig) check(conf config) error {
 	return nil
 }
 
-func (f fileConfig) open(_ context.Context, _ aws.Config, log *service.Logger) (coord.Coordination, error) {
+func (f fileConfig) open(_ context.Context, _ config, _ aws.Config, log *service.Logger) (coord.Coordination, error) {
 	store, err := checkpoint.OpenFile(f.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
@@ -83,7 +84,10 @@ func (f fileConfig) store() (where, flags string) {
 }
 
 func (l *leaseConfig) store() (where, flags string) {
-	return "lease table " + l.Table, checkpoint.TableFlags(l.Table)
+	if l.Group != "" {
+		return "lease table " + l.Table + " group " + l.Group, checkpoint.TableFlags(l.Table, l.Group)
+	}
+	return "lease table " + l.Table, checkpoint.TableFlags(l.Table, "")
 }
 
 // check stops the binary at start when the lease table cannot serve
@@ -93,7 +97,7 @@ func (l *leaseConfig) store() (where, flags string) {
 func (l *leaseConfig) check(conf config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cfg, err := awsclient.Load(ctx, conf.settings())
+	cfg, err := awsclient.Load(ctx, l.settings(conf))
 	if err != nil {
 		return nil // Connect says why, and retries
 	}
@@ -103,13 +107,40 @@ func (l *leaseConfig) check(conf config) error {
 	return nil
 }
 
-func (l *leaseConfig) open(ctx context.Context, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
+// settings are what reaching the table takes: the input's, with the
+// table's region and credentials where they are set.
+func (l *leaseConfig) settings(conf config) awsclient.Settings {
+	s := conf.settings()
+	if l.Region != "" {
+		s.Region = l.Region
+	}
+	if c := l.Creds; c != nil {
+		s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = c.Profile, c.ID, c.Secret, c.Token, c.Role, c.RoleExternalID
+	}
+	return s
+}
+
+func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
+	if l.Region != "" || l.Creds != nil {
+		var err error
+		if cfg, err = awsclient.Load(ctx, l.settings(conf)); err != nil {
+			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fDynamo, err)
+		}
+	}
 	t, err := lease.Open(ctx, l.client(cfg), l.Table, l.Create)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
-	log.Infof("checkpoints are kept in the lease table %s (region %s), sharing shards as instance %s (lease_period %v)", l.Table, cfg.Region, l.InstanceID, l.LeasePeriod)
-	return leasecoord.New(t, leasecoord.Options{InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit, ByLoad: l.Balance == balanceThroughput}), nil
+	as := ""
+	if l.Creds != nil && l.Creds.Role != "" {
+		as = " as role " + l.Creds.Role
+	}
+	where, _ := l.store()
+	log.Infof("checkpoints are kept in the %s (region %s%s), sharing shards as instance %s (lease_period %v)", where, cfg.Region, as, l.InstanceID, l.LeasePeriod)
+	return leasecoord.New(lease.Grouped(t, l.Group), leasecoord.Options{
+		InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit, ByLoad: l.Balance == balanceThroughput,
+		Group: l.Group, Config: currentDigest(),
+	}), nil
 }
 
 // client is the lease table's DynamoDB client. Each of its calls is bounded

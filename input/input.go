@@ -184,7 +184,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	}
 	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
 	if in.coord == nil {
-		c, err := in.conf.Coordination.open(ctx, cfg, in.log)
+		c, err := in.conf.Coordination.open(ctx, in.conf, cfg, in.log)
 		if err != nil {
 			return err
 		}

@@ -371,14 +371,14 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := srv.StreamARN("orders")
-	if err := tb.Heartbeat(ctx, arn, "b", "nonce-b", nil, false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "b", lease.Presence{Nonce: "nonce-b"}, false); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_ = tb.Heartbeat(ctx, arn, "b", "nonce-b", nil, false)
+			_ = tb.Heartbeat(ctx, arn, "b", lease.Presence{Nonce: "nonce-b"}, false)
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
@@ -647,7 +647,7 @@ func crashed(t *testing.T, d *emulator.DynamoDB, table, streamARN string, n int)
 		t.Fatal(err)
 	}
 	for i := range n {
-		if err := tb.Heartbeat(ctx, streamARN, fmt.Sprintf("crashed-%d", i), "crashed", nil, true); err != nil {
+		if err := tb.Heartbeat(ctx, streamARN, fmt.Sprintf("crashed-%d", i), lease.Presence{Nonce: "crashed"}, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
@@ -50,6 +51,8 @@ const (
 	fDynamoInstanceID       = "instance_id"
 	fDynamoStealLimit       = "steal_limit"
 	fDynamoBalance          = "balance"
+	fDynamoRegion           = "region"
+	fDynamoGroup            = "group"
 	fDeaggregate            = "deaggregate"
 	fMemoryLimit            = "memory_limit"
 	fShardDiscoveryInterval = "shard_discovery_interval"
@@ -70,6 +73,33 @@ const (
 	startTrimHorizon = "trim_horizon"
 	startAtTimestamp = "at_timestamp"
 )
+
+// The group name's lint rule.
+const (
+	groupPattern  = lease.GroupPattern
+	groupExpected = lease.GroupExpected
+)
+
+// credentialFields are the fields of credentials, the input's and the lease
+// table's. The table's have no defaults (optional), so that an absent
+// object tells from an empty one: absent means the input's credentials.
+func credentialFields(optional bool) []*service.ConfigField {
+	field := func(name, desc string) *service.ConfigField {
+		f := service.NewStringField(name).Description(desc)
+		if optional {
+			return f.Optional()
+		}
+		return f.Default("")
+	}
+	return []*service.ConfigField{
+		field(fCredProfile, "A profile of the shared credentials file."),
+		field(fCredID, "A static access key id."),
+		field(fCredSecret, "The secret of the static access key.").Secret(),
+		field(fCredToken, "The session token of static temporary credentials.").Secret(),
+		field(fCredRole, "The ARN of a role to assume with the credentials above."),
+		field(fCredRoleExternalID, "The external id to present when assuming the role."),
+	}
+}
 
 // defaultCheckpointDir is used when checkpoint.dir is not set: positions are
 // never kept only in memory.
@@ -159,7 +189,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
 				Default("").
 				Example("us-east-1").
-				LintRule(`root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field region: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`),
+				LintRule(regionLint(fRegion)),
 			service.NewURLField(fEndpoint).
 				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region. Every call to it but a fan-out subscription has to be answered within "+awsclient.KinesisCallTimeout.String()+" (the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 				Default("").
@@ -169,14 +199,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewTLSToggledField(fTLS).
 				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
 				Advanced(),
-			service.NewObjectField(fCredentials,
-				service.NewStringField(fCredProfile).Description("A profile of the shared credentials file.").Default(""),
-				service.NewStringField(fCredID).Description("A static access key id.").Default(""),
-				service.NewStringField(fCredSecret).Description("The secret of the static access key.").Default("").Secret(),
-				service.NewStringField(fCredToken).Description("The session token of static temporary credentials.").Default("").Secret(),
-				service.NewStringField(fCredRole).Description("The ARN of a role to assume with the credentials above.").Default(""),
-				service.NewStringField(fCredRoleExternalID).Description("The external id to present when assuming the role.").Default(""),
-			).
+			service.NewObjectField(fCredentials, credentialFields(false)...).
 				Description("Credentials. Without static ones the standard AWS SDK chain applies: environment, shared profile, web identity, container and instance roles.").
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fReader, map[string]string{
@@ -257,8 +280,23 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					service.NewBoolField(fDynamoCreate).
 						Description("Create the table (on-demand billing, hash key `leaseKey`) if it does not exist, and wait until it is ACTIVE.").
 						Default(false),
+					service.NewStringField(fDynamoGroup).
+						Description("The group of pipelines these instances belong to, like a Kafka consumer group: instances of one group share each stream's shards between them, and every group reads every record of the stream. Several pipelines (say an archiver and an indexer) can keep their leases in one table, each with its own group; their leases never meet. Empty: the table is the group. Instances of one group should run the same pipeline: one whose config differs from another's (input, buffer, pipeline, output or resources; instance ids aside) is reported with a warning naming both and the gauge kinesis_group_config_mismatch, as two pipelines in one group each see only part of the stream. 1 to 128 of a-z, A-Z, 0-9, '_', '-', '.'.").
+						Default("").
+						Example("archiver").
+						LintRule(`root = if this != "" && !this.re_match("`+groupPattern+`") { [ "field checkpoint.dynamodb.group: %v: `+groupExpected+`".format(this) ] }`),
+					service.NewStringField(fDynamoRegion).
+						Description("The region of the table, when it is not the stream's: one table per region can serve streams of several regions. Empty: the input's region.").
+						Default("").
+						Example("eu-west-1").
+						LintRule(regionLint(fCheckpoint+"."+fDynamo+"."+fDynamoRegion)).
+						Advanced(),
+					service.NewObjectField(fCredentials, credentialFields(true)...).
+						Description("The credentials of the table's calls, when the table lives in another account than the stream (say the stream is another team's and the table is yours). Absent: the input's `credentials`. Present, even empty (`credentials: {}`), it replaces them whole: fields left unset mean the standard AWS SDK chain (environment, shared profile, web identity, container and instance roles), so `{}` gives the table the instance's own identity while the input assumes a role to read the stream.").
+						Optional().
+						Advanced(),
 					service.NewURLField(fDynamoEndpoint).
-						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Region, credentials and tls are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
+						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Its tls settings are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 						Default("").
 						LintRule(endpointLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
 					service.NewDurationField(fDynamoLeasePeriod).
@@ -367,6 +405,10 @@ func enumLint(field string, options ...string) string {
 // with a host. The value it names has the password of its user information
 // replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
 // with a password).
+func regionLint(field string) string {
+	return `root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field ` + field + `: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`
+}
+
 func endpointLint(field string) string {
 	return fmt.Sprintf(`root = if this != "" && !this.re_match("^https?://[^/?#\\s]+([/?#].*)?$") { [ "field %s: %%v: expected an http or https URL such as http://127.0.0.1:4568".format(this.re_replace_all("://[^/?#@]*@", "://xxxxx@")) ] }`, field)
 }

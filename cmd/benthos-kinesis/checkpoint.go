@@ -18,8 +18,6 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
-	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
 // checkpointCommand is the `checkpoint` subcommand: it shows where each
@@ -105,10 +103,10 @@ func showCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error 
 		return err
 	}
 	var rows []shardRow
-	if table := c.String("table"); table != "" {
-		tb, err := lease.Open(ctx, awsclient.DynamoDB(t.cfg, c.String("dynamodb-endpoint")), table, false)
+	if c.String("table") != "" {
+		tb, err := storeTable(ctx, c, t, false)
 		if err != nil {
-			return fmt.Errorf("--table: %w", err)
+			return err
 		}
 		sc, err := tb.Scan(ctx, t.streamARN)
 		if err != nil {

@@ -42,7 +42,12 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	if endpoint == "" {
 		endpoint = c.String("dynamodb-endpoint")
 	}
-	items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
+	// The table imported from is reached as the lease table is.
+	cfg, err := tableConfig(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	items, err := scanAll(ctx, awsclient.DynamoDB(cfg, endpoint), table)
 	if err != nil {
 		return err
 	}
@@ -63,7 +68,7 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 		got, looked, err = fromKCL(items, t, initial, time.Now())
 		if err == nil {
 			err = kclLive(ctx, got, func() (map[string]imported, error) {
-				items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
+				items, err := scanAll(ctx, awsclient.DynamoDB(cfg, endpoint), table)
 				if err != nil {
 					return nil, err
 				}

@@ -83,7 +83,54 @@ func storeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "dir", Usage: "the local store's directory (checkpoint.dir)"},
 		&cli.StringFlag{Name: "table", Usage: "the lease table (checkpoint.dynamodb.table), instead of --dir"},
 		&cli.StringFlag{Name: "dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --table (checkpoint.dynamodb.endpoint)"},
+		&cli.StringFlag{Name: "group", Usage: "with --table: the group of pipelines (checkpoint.dynamodb.group; default: none, the table is the group)"},
+		&cli.StringFlag{Name: "dynamodb-region", Usage: "with --table: the table's region when it is not the stream's (checkpoint.dynamodb.region)"},
+		&cli.StringFlag{Name: "dynamodb-profile", Usage: "with --table: a profile of the shared AWS config for the table, instead of --profile and --role (checkpoint.dynamodb.credentials)"},
+		&cli.StringFlag{Name: "dynamodb-role", Usage: "with --table: the ARN of a role to assume for the table, instead of --role (checkpoint.dynamodb.credentials.role)"},
+		&cli.StringFlag{Name: "dynamodb-role-external-id", Usage: "with --table: the external id to present when assuming --dynamodb-role"},
 	}
+}
+
+// storeTable opens the lease table the flags name, as the group's part of
+// it: with the stream's region and credentials unless the --dynamodb-*
+// flags give the table's.
+func storeTable(ctx context.Context, c *cli.Context, t streamTarget, create bool) (lease.Store, error) {
+	cfg, err := tableConfig(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := lease.Open(ctx, awsclient.DynamoDB(cfg, c.String("dynamodb-endpoint")), c.String("table"), create)
+	if err != nil {
+		return nil, fmt.Errorf("--table: %w", err)
+	}
+	return lease.Grouped(tb, c.String("group")), nil
+}
+
+// tableConfig is the AWS configuration of the lease table's calls: the
+// stream's, with the region and credentials of the --dynamodb-* flags
+// where they are given. A profile or role given for the table replaces the
+// stream's profile and role whole, as checkpoint.dynamodb.credentials does.
+func tableConfig(ctx context.Context, c *cli.Context, t streamTarget) (aws.Config, error) {
+	region, profile, role := c.String("dynamodb-region"), c.String("dynamodb-profile"), c.String("dynamodb-role")
+	if region == "" && profile == "" && role == "" {
+		if c.String("dynamodb-role-external-id") != "" {
+			return aws.Config{}, errors.New("--dynamodb-role-external-id needs --dynamodb-role")
+		}
+		return t.cfg, nil
+	}
+	set := t.set
+	if region != "" {
+		set.Region = region
+	}
+	if profile != "" || role != "" {
+		set.Profile, set.Role, set.RoleExternalID = profile, role, c.String("dynamodb-role-external-id")
+		set.ID, set.Secret, set.Token = "", "", ""
+	}
+	cfg, err := awsclient.Load(ctx, set)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("--table: %w", err)
+	}
+	return cfg, nil
 }
 
 // storeName says which store the flags name, for messages.
@@ -102,6 +149,13 @@ func checkStoreFlags(c *cli.Context) error {
 	case dir == "" && table == "":
 		return errors.New("give the store: --dir (checkpoint.dir) or --table (checkpoint.dynamodb.table)")
 	}
+	if dir != "" {
+		for _, f := range []string{"group", "dynamodb-region", "dynamodb-profile", "dynamodb-role", "dynamodb-role-external-id"} {
+			if c.String(f) != "" {
+				return fmt.Errorf("--%s applies to --table only: the local store of --dir has no groups and is no DynamoDB table", f)
+			}
+		}
+	}
 	return nil
 }
 
@@ -116,7 +170,8 @@ type writable struct {
 	file  *checkpoint.File
 	state checkpoint.Stream // the local store's, as loaded
 
-	table  *lease.Table
+	table  lease.Store // the group's part of the table
+	group  string
 	stream *lease.Stream          // the table's stream item, nil when absent
 	items  map[string]lease.Shard // the table's shard items
 	live   []string               // instances with a worker item
@@ -130,16 +185,16 @@ func openWritable(ctx context.Context, c *cli.Context, t streamTarget, createTab
 		return nil, err
 	}
 	w := &writable{t: t, where: storeName(c)}
-	if name := c.String("table"); name != "" {
-		tb, err := lease.Open(ctx, awsclient.DynamoDB(t.cfg, c.String("dynamodb-endpoint")), name, createTable)
+	if c.String("table") != "" {
+		tb, err := storeTable(ctx, c, t, createTable)
 		if err != nil {
-			return nil, fmt.Errorf("--table: %w", err)
+			return nil, err
 		}
 		sc, err := tb.ScanConsistent(ctx, t.streamARN)
 		if err != nil {
 			return nil, err
 		}
-		w.table, w.stream, w.items = tb, sc.Stream, map[string]lease.Shard{}
+		w.table, w.group, w.stream, w.items = tb, c.String("group"), sc.Stream, map[string]lease.Shard{}
 		for _, it := range sc.Shards {
 			w.items[it.ShardID] = it
 		}
@@ -271,7 +326,7 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 		}
 		want := lease.Shard{Stream: w.t.streamARN, ShardID: id, Checkpoint: changes[id], Parents: parents[id]}
 		err := w.replaceBroken(ctx, want)
-		if err == nil && !w.brokenAt(want.Key()) {
+		if err == nil && !w.brokenAt(lease.GroupShardKey(w.group, want.Stream, want.ShardID)) {
 			err = w.table.Overwrite(ctx, want, prev)
 		}
 		if errors.Is(err, lease.ErrLost) {
@@ -292,7 +347,7 @@ func (w *writable) write(ctx context.Context, changes map[string]checkpoint.Chec
 // lease table: those of the scan, and an item of another shape at the key of
 // a listed shard that has no item in the scan (no scan of the stream sees
 // an item without its streamArn).
-func brokenItems(ctx context.Context, t streamTarget, tb *lease.Table, sc lease.Scan) (map[string][]lease.BrokenItem, error) {
+func brokenItems(ctx context.Context, t streamTarget, tb lease.Store, sc lease.Scan) (map[string][]lease.BrokenItem, error) {
 	out := sc.BrokenShards()
 	scanned := map[string]bool{}
 	for _, it := range sc.Shards {
@@ -347,7 +402,7 @@ func brokenItems(ctx context.Context, t streamTarget, tb *lease.Table, sc lease.
 func (w *writable) replaceBroken(ctx context.Context, want lease.Shard) error {
 	for _, b := range w.broken[want.ShardID] {
 		var err error
-		if b.Key == want.Key() {
+		if b.Key == lease.GroupShardKey(w.group, want.Stream, want.ShardID) {
 			err = w.table.ReplaceMalformed(ctx, b, &want)
 		} else {
 			err = w.table.ReplaceMalformed(ctx, b, nil)

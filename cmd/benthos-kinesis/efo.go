@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
@@ -76,6 +77,7 @@ func streamFlags() []cli.Flag {
 // streamTarget is what the efo and checkpoint subcommands work on: a
 // stream found by its name or ARN, with the AWS configuration that reached it.
 type streamTarget struct {
+	set       awsclient.Settings // what cfg was loaded from
 	cfg       aws.Config
 	client    *kinesis.Client
 	streamARN string
@@ -129,7 +131,7 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		t := streamTarget{cfg: cfg, client: client, streamARN: desc.ARN, created: desc.Created, name: c.String("consumer-name"), out: c.App.Writer}
+		t := streamTarget{set: set, cfg: cfg, client: client, streamARN: desc.ARN, created: desc.Created, name: c.String("consumer-name"), out: c.App.Writer}
 		if err := fn(ctx, c, t); err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
@@ -155,9 +157,16 @@ func checkFlags(c *cli.Context) error {
 			}
 		}
 	}
-	if v := c.String("region"); v != "" {
-		if err := awsclient.CheckRegion(v); err != nil {
-			return fmt.Errorf("--region %w", err)
+	for _, flag := range []string{"region", "dynamodb-region"} {
+		if v := c.String(flag); v != "" {
+			if err := awsclient.CheckRegion(v); err != nil {
+				return fmt.Errorf("--%s %w", flag, err)
+			}
+		}
+	}
+	if v := c.String("group"); v != "" {
+		if err := lease.CheckGroup(v); err != nil {
+			return fmt.Errorf("--group %q: %w", v, err)
 		}
 	}
 	return nil

@@ -36,5 +36,7 @@ func main() {
 		service.CLIOptSetVersion(version, dateBuilt),
 		service.CLIOptAddCommand(efoCommand()),
 		service.CLIOptAddCommand(checkpointCommand()),
+		// Instances of one lease group compare their pipeline configs.
+		input.CLIOptComparePipelines(),
 	)
 }

@@ -22,7 +22,12 @@ func SetCommand(flags, stream, shardID string, force bool) string {
 func DirFlags(dir string) string { return "--dir " + ShellQuote(dir) }
 
 // TableFlags points the checkpoint command at a lease table.
-func TableFlags(table string) string { return "--table " + ShellQuote(table) }
+func TableFlags(table, group string) string {
+	if group != "" {
+		return "--table " + ShellQuote(table) + " --group " + ShellQuote(group)
+	}
+	return "--table " + ShellQuote(table)
+}
 
 // ShellQuote quotes s for a command line a user copies, when it needs it.
 func ShellQuote(s string) string {

@@ -24,6 +24,10 @@ type Metrics struct {
 	// BrokenCheckpoints is the number of shards not read because what is
 	// stored for them cannot be read from (see checkpoint.Checkpoint.Broken).
 	BrokenCheckpoints *service.MetricGauge
+
+	// ConfigMismatch is the number of live instances of this instance's
+	// lease group that run another pipeline config.
+	ConfigMismatch *service.MetricGauge
 }
 
 // NewMetrics registers the series with m.
@@ -42,5 +46,6 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
 
 		BrokenCheckpoints: m.NewGauge("kinesis_broken_checkpoints", "stream"),
+		ConfigMismatch:    m.NewGauge("kinesis_group_config_mismatch", "stream"),
 	}
 }

@@ -33,6 +33,7 @@ const (
 	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
 	attrNonce        = "workerNonce"            // worker items: a random id of the process
 	attrLoads        = "shardLoads"             // worker items: bytes/s read of each shard held
+	attrConfig       = "pipelineConfig"         // worker items: a digest of each part of the pipeline's config
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
@@ -98,6 +99,22 @@ type Worker struct {
 	// Loads is the measured read rate, in bytes a second, of each shard the
 	// instance held at its last heartbeat: what balancing by load weighs.
 	Loads map[string]float64
+	// Config is a digest of each part of the instance's pipeline config
+	// (see Presence.Config); empty when it published none.
+	Config map[string]string
+}
+
+// Presence is what an instance's heartbeat publishes on a stream.
+type Presence struct {
+	// Nonce is a random id of the process (see Worker.Nonce).
+	Nonce string
+	// Loads is the measured read rate of each shard held (Worker.Loads).
+	Loads map[string]float64
+	// Config is a digest of each part of the pipeline's config, by part
+	// (input, pipeline, output...): instances of one group that publish
+	// different digests of a part run different pipelines. Nil: none is
+	// published.
+	Config map[string]string
 }
 
 // decodeWorker reads a worker item. A counter that is not an integer reads
@@ -117,7 +134,24 @@ func decodeWorker(item map[string]types.AttributeValue) Worker {
 			}
 		}
 	}
+	if m, ok := item[attrConfig].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
+		w.Config = make(map[string]string, len(m.Value))
+		for part, v := range m.Value {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				w.Config[part] = sv.Value
+			}
+		}
+	}
 	return w
+}
+
+// encodeConfig is the config attribute of a worker item.
+func encodeConfig(config map[string]string) types.AttributeValue {
+	m := make(map[string]types.AttributeValue, len(config))
+	for part, digest := range config {
+		m[part] = str(digest)
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 // encodeLoads is the loads attribute of a worker item: whole bytes a

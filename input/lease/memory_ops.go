@@ -263,21 +263,25 @@ func (m *Memory) ReplaceStream(ctx context.Context, s Stream) error {
 // Heartbeat moves the counter of my worker item, creating it, and writes
 // nonce; unless takeOver, only while the item has no nonce or this one
 // (ErrDuplicateInstance otherwise).
-func (m *Memory) Heartbeat(ctx context.Context, streamARN, me, nonce string, loads map[string]float64, takeOver bool) error {
+func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence, takeOver bool) error {
 	if err := m.enter(ctx, "Heartbeat"); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
 	key := workerKey(streamARN, me)
 	item := m.items[key]
-	if !takeOver && has(item, attrNonce) && !eqS(item, attrNonce, nonce) {
+	if !takeOver && has(item, attrNonce) && !eqS(item, attrNonce, p.Nonce) {
 		return ErrDuplicateInstance
 	}
 	n, _ := getN(item, attrCounter)
-	m.items[key] = update(item, map[string]types.AttributeValue{
+	set := map[string]types.AttributeValue{
 		attrKey: str(key), attrKind: str(kindWorker), attrStream: str(streamARN), attrOwner: str(me),
-		attrCounter: num(n + 1), attrNonce: str(nonce), attrLoads: encodeLoads(loads),
-	})
+		attrCounter: num(n + 1), attrNonce: str(p.Nonce), attrLoads: encodeLoads(p.Loads),
+	}
+	if p.Config != nil {
+		set[attrConfig] = encodeConfig(p.Config)
+	}
+	m.items[key] = update(item, set)
 	return nil
 }
 

@@ -36,7 +36,7 @@ func TestMemoryFail(t *testing.T) {
 	if _, err := m.Scan(ctx, arn); !errors.Is(err, down) {
 		t.Fatalf("scan of an unreachable table: %v", err)
 	}
-	if err := m.Heartbeat(ctx, arn, "a", "n", nil, false); !errors.Is(err, down) {
+	if err := m.Heartbeat(ctx, arn, "a", Presence{Nonce: "n"}, false); !errors.Is(err, down) {
 		t.Fatalf("heartbeat on an unreachable table: %v", err)
 	}
 	if _, err := m.Hold(ctx, arn, held.ShardID, "a", held.Counter, Write{}); !errors.Is(err, throttled) {
@@ -105,7 +105,7 @@ func TestMemorySnapshots(t *testing.T) {
 		t.Fatalf("handover of the planted item: %+v, %v", got, err)
 	}
 	for _, id := range []string{"b", "a"} {
-		if err := m.Heartbeat(ctx, arn, id, "n-"+id, nil, false); err != nil {
+		if err := m.Heartbeat(ctx, arn, id, Presence{Nonce: "n-" + id}, false); err != nil {
 			t.Fatal(err)
 		}
 	}

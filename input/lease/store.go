@@ -32,7 +32,7 @@ type Store interface {
 	ReplaceStream(ctx context.Context, s Stream) error
 
 	// Worker items: the presence of instances.
-	Heartbeat(ctx context.Context, streamARN, me, nonce string, loads map[string]float64, takeOver bool) error
+	Heartbeat(ctx context.Context, streamARN, me string, p Presence, takeOver bool) error
 	GetWorker(ctx context.Context, streamARN, id string) (Worker, bool, error)
 	RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error
 	Leave(ctx context.Context, streamARN, me string) error

@@ -240,13 +240,13 @@ func replaceStream(kind string) func(context.Context, Store) (string, error) {
 
 func heartbeat(me, nonce string, takeOver bool) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.Heartbeat(ctx, arn, me, nonce, nil, takeOver)
+		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce}, takeOver)
 	}
 }
 
 func heartbeatLoads(me, nonce string, loads map[string]float64) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.Heartbeat(ctx, arn, me, nonce, loads, false)
+		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce, Loads: loads}, false)
 	}
 }
 

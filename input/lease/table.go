@@ -576,25 +576,33 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 }
 
 // Heartbeat moves the counter of my worker item on a stream, creating it if
-// needed, and writes nonce, the random id of this process: other instances
-// count me among the live ones while the counter moves. Unless takeOver is
-// set it is conditional on the item having no nonce or this one; another
-// nonce means another process renews the same instance id, and Heartbeat
-// returns ErrDuplicateInstance and changes nothing. takeOver writes the
-// nonce whatever it was (the other process is known to be gone).
-func (t *Table) Heartbeat(ctx context.Context, streamARN, me, nonce string, loads map[string]float64, takeOver bool) error {
+// needed, and writes what p holds: the nonce, the random id of this
+// process, the loads and the config digest. Other instances count me among
+// the live ones while the counter moves. Unless takeOver is set it is
+// conditional on the item having no nonce or this one; another nonce means
+// another process renews the same instance id, and Heartbeat returns
+// ErrDuplicateInstance and changes nothing. takeOver writes the nonce
+// whatever it was (the other process is known to be gone).
+func (t *Table) Heartbeat(ctx context.Context, streamARN, me string, p Presence, takeOver bool) error {
+	set := "SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce, #l = :loads"
+	names := map[string]string{
+		"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads,
+	}
+	values := map[string]types.AttributeValue{
+		":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(p.Nonce),
+		":loads": encodeLoads(p.Loads),
+	}
+	if p.Config != nil {
+		set += ", #cf = :config"
+		names["#cf"], values[":config"] = attrConfig, encodeConfig(p.Config)
+	}
 	in := &dynamodb.UpdateItemInput{
-		TableName:              aws.String(t.name),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		Key:                    map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
-		UpdateExpression:       aws.String("SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce, #l = :loads"),
-		ExpressionAttributeNames: map[string]string{
-			"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(nonce),
-			":loads": encodeLoads(loads),
-		},
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, me))},
+		UpdateExpression:          aws.String(set),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 	if !takeOver {
 		in.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n = :nonce")

@@ -141,7 +141,7 @@ func TestScanReadsEveryPage(t *testing.T) {
 			}
 		}
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "n1", nil, false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "n1"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}); err != nil {
@@ -460,23 +460,23 @@ func TestHeartbeatNonce(t *testing.T) {
 	d := emulator.Dynalite(t)
 	tb := open(t, d, "nonce")
 	ctx := t.Context()
-	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "first"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "first"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "second", nil, false); !errors.Is(err, ErrDuplicateInstance) {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "second"}, false); !errors.Is(err, ErrDuplicateInstance) {
 		t.Fatalf("heartbeat of a second process with the same instance id: %v, want ErrDuplicateInstance", err)
 	}
 	w, ok, err := tb.GetWorker(ctx, arn, "a")
 	if err != nil || !ok || !reflect.DeepEqual(w, Worker{ID: "a", Counter: 2, Nonce: "first"}) {
 		t.Fatalf("after the refused heartbeat: %+v, %v, %v; want counter 2, nonce first", w, ok, err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "second", nil, true); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "second"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "a", "first", nil, false); !errors.Is(err, ErrDuplicateInstance) {
+	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "first"}, false); !errors.Is(err, ErrDuplicateInstance) {
 		t.Fatalf("heartbeat of the process whose presence was taken over: %v, want ErrDuplicateInstance", err)
 	}
 	sc, err := tb.ScanConsistent(ctx, arn)
@@ -491,7 +491,7 @@ func TestHeartbeatNonce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Heartbeat(ctx, arn, "old", "new", nil, false); err != nil {
+	if err := tb.Heartbeat(ctx, arn, "old", Presence{Nonce: "new"}, false); err != nil {
 		t.Fatalf("heartbeat on an item without a nonce: %v", err)
 	}
 	if w, _, _ := tb.GetWorker(ctx, arn, "old"); !reflect.DeepEqual(w, Worker{ID: "old", Counter: 8, Nonce: "new"}) {
@@ -514,7 +514,7 @@ func TestRemoveWorker(t *testing.T) {
 		t.Fatalf("remove of a missing worker: %v", err)
 	}
 	for range 2 {
-		if err := tb.Heartbeat(ctx, arn, "a", "n", nil, false); err != nil {
+		if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "n"}, false); err != nil {
 			t.Fatal(err)
 		}
 	}

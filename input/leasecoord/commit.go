@@ -50,7 +50,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, c.period/3)
 	defer cancel()
 	sent := time.Now()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, c.nonce, c.book.loads(sent), false)
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: c.book.loads(sent), Config: c.config}, false)
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		if !c.impostor.Swap(true) {
 			c.book.dropAll(errLeaseLost)

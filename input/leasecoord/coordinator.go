@@ -32,6 +32,13 @@ type Options struct {
 	// ByLoad balances by the measured load of the shards (falling back to
 	// the count where loads are unknown or negligible) rather than by count.
 	ByLoad bool
+	// Group is the group of pipelines the instance belongs to (the table
+	// given to New is its part of the table, lease.Grouped), for messages.
+	Group string
+	// Config is a digest of each part of the pipeline's config, published
+	// with every heartbeat and compared with the other instances' (see
+	// configs.go); nil: unknown, nothing is compared.
+	Config map[string]string
 }
 
 // leaseCoordination is the lease table shared by the input's streams.
@@ -59,7 +66,7 @@ func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.
 
 func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *leaseCoordinator {
 	return &leaseCoordinator{
-		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce,
+		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce, group: c.conf.Group, config: c.conf.Config,
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, byLoad: c.conf.ByLoad, pos: pos,
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
@@ -97,12 +104,17 @@ func (c *leaseCoordination) Close() error { return nil }
 // over by conditional writes (see lease), its held leases a state machine
 // (leaseBook), what it saw of the others a view (leaseView).
 type leaseCoordinator struct {
-	st     coord.Stream
-	table  lease.Store
-	me     string
-	nonce  string
-	period time.Duration
-	steals int
+	st    coord.Stream
+	table lease.Store
+	me    string
+	nonce string
+	group string
+	// config is the digest of this instance's pipeline config; configReport
+	// the last mismatch reported (owned by the run loop).
+	config       map[string]string
+	configReport string
+	period       time.Duration
+	steals       int
 	// byLoad balances by the shards' measured loads (balanceLoad).
 	byLoad bool
 	pos    *coord.Positions
@@ -215,7 +227,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 		}
 	}
 	sent := time.Now()
-	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, c.nonce, nil, true); err != nil {
+	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config}, true); err != nil {
 		return err
 	}
 	c.saveMu.Lock()

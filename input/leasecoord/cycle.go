@@ -36,6 +36,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	now := time.Now()
 	c.view.observe(sc, now)
+	c.checkConfigs(sc.Workers, c.view.live(now))
 	ended := map[string]time.Time{}
 	for _, it := range sc.Shards {
 		if it.Checkpoint.Ended {
@@ -48,8 +49,9 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			}
 		}
 		if err := coord.Contradicts(c.listed[it.ShardID], it.Checkpoint); err != nil {
-			sc.Broken = append(sc.Broken, lease.BrokenItem{Key: it.Key(), ShardID: it.ShardID,
-				Err: fmt.Errorf("lease table %q, item %s: %w", c.table.Name(), it.Key(), err)})
+			key := lease.GroupShardKey(c.group, it.Stream, it.ShardID)
+			sc.Broken = append(sc.Broken, lease.BrokenItem{Key: key, ShardID: it.ShardID,
+				Err: fmt.Errorf("lease table %q, item %s: %w", c.table.Name(), key, err)})
 		}
 	}
 	c.endSeen = ended
@@ -176,7 +178,7 @@ func (c *leaseCoordinator) reportBroken(sc lease.Scan, now time.Time) {
 			continue
 		}
 		c.st.Log.Errorf("stream %s shard %s: not read: %v: set the shard again with %s; it replaces the shard's item and deletes any second one",
-			c.st.Name, it.ShardID, it.Err, checkpoint.SetCommand(checkpoint.TableFlags(c.table.Name()), c.st.Name, it.ShardID, true))
+			c.st.Name, it.ShardID, it.Err, checkpoint.SetCommand(checkpoint.TableFlags(c.table.Name(), c.group), c.st.Name, it.ShardID, true))
 	}
 	c.st.Metrics.BrokenCheckpoints.Set(int64(c.broken.shards()), c.st.Name)
 }

@@ -125,7 +125,7 @@ var settledNow = func(context.Context) error { return nil }
 // the lease of shardID.
 func askAsLiveInstance(t *testing.T, m *lease.Memory, shardID, by string) {
 	t.Helper()
-	if err := m.Heartbeat(t.Context(), testARN, by, "n"+by, nil, true); err != nil {
+	if err := m.Heartbeat(t.Context(), testARN, by, lease.Presence{Nonce: "n" + by}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Ask(t.Context(), itemOf(t, m, shardID), by); err != nil {
@@ -253,7 +253,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 	t.Parallel()
 	const period = 200 * time.Millisecond
 	m := lease.NewMemory()
-	if err := m.Heartbeat(t.Context(), testARN, "dead", "nd", nil, true); err != nil {
+	if err := m.Heartbeat(t.Context(), testARN, "dead", lease.Presence{Nonce: "nd"}, true); err != nil {
 		t.Fatal(err)
 	}
 	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
@@ -361,7 +361,7 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
 	for i := range 50 {
-		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), "n", nil, true); err != nil {
+		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), lease.Presence{Nonce: "n"}, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,116 @@
+package input
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Instances of one lease group share a stream's shards, so they must run
+// one pipeline: two different pipelines in one group (a copied config, say
+// an archiver and an indexer given the same table) each see only part of
+// the stream, and nothing in the data says so. Each instance publishes a
+// digest of each part of its config with its heartbeat, and each compares
+// the others' with its own (leasecoord).
+
+// digestParts are the parts of a config compared: what decides what is
+// done with the records. The http server, logger, metrics and tracer may
+// differ between instances of one pipeline.
+var digestParts = []string{
+	"input", "buffer", "pipeline", "output",
+	"input_resources", "processor_resources", "output_resources", "cache_resources", "rate_limit_resources",
+}
+
+// digestVersion is the part that says which build published the digests:
+// parts compare only between instances of one build, as another may fill
+// in other defaults (a rolling upgrade is no pipeline mismatch).
+const digestVersion = "build"
+
+// pipelineDigest is the digest of the running config's parts, set by the
+// CLI option as the config is read; nil when unknown (the input was not
+// started by a CLI with CLIOptComparePipelines).
+var pipelineDigest atomic.Pointer[map[string]string]
+
+// CLIOptComparePipelines lets the instances of one lease group compare
+// their pipeline configs (see checkpoint.dynamodb.group): a Benthos CLI
+// built with it has each instance publish a digest of its config in the
+// lease table, and report any instance of its group whose digest differs.
+// The benthos-kinesis binary uses it.
+func CLIOptComparePipelines() service.CLIOptFunc {
+	return service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
+		d := digestConfig(pc)
+		pipelineDigest.Store(&d)
+		return nil
+	})
+}
+
+// digestConfig returns a digest of each part of the config present, and the
+// build that made them. Instance ids are left out: they differ by design.
+func digestConfig(pc *service.ParsedConfig) map[string]string {
+	out := map[string]string{digestVersion: buildID()}
+	for _, part := range digestParts {
+		if !pc.Contains(part) {
+			continue
+		}
+		v, err := pc.FieldAny(part)
+		if err != nil {
+			continue
+		}
+		b, err := json.Marshal(withoutInstanceIDs(v))
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(b)
+		out[part] = hex.EncodeToString(sum[:8])
+	}
+	return out
+}
+
+// withoutInstanceIDs returns v without any instance_id field, at any depth.
+func withoutInstanceIDs(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			if k != fDynamoInstanceID {
+				m[k] = withoutInstanceIDs(x)
+			}
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, x := range t {
+			l[i] = withoutInstanceIDs(x)
+		}
+		return l
+	}
+	return v
+}
+
+// buildID names the build of this binary: its module version and VCS
+// revision, as Go recorded them.
+func buildID() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	id := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+			id += " " + s.Value
+		}
+	}
+	return id
+}
+
+// currentDigest is the digest to publish, nil when unknown.
+func currentDigest() map[string]string {
+	if d := pipelineDigest.Load(); d != nil {
+		return *d
+	}
+	return nil
+}
