@@ -70,8 +70,20 @@ func digestConfig(pc *service.ParsedConfig) map[string]string {
 	return out
 }
 
-// withoutInstanceIDs returns v without any instance_id field, at any depth.
+// yamlNode is a YAML node as the parsed config holds a component's fields
+// (*yaml.Node of gopkg.in/yaml.v3, with its lines and columns).
+type yamlNode interface{ Decode(v any) error }
+
+// withoutInstanceIDs returns v as plain values (YAML nodes decoded: where a
+// field sits in the file is no difference) without any instance_id field,
+// at any depth.
 func withoutInstanceIDs(v any) any {
+	if n, ok := v.(yamlNode); ok {
+		var plain any
+		if err := n.Decode(&plain); err == nil {
+			v = plain
+		}
+	}
 	switch t := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(t))

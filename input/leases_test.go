@@ -3,6 +3,7 @@ package input
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -332,4 +333,59 @@ checkpoint:
 	}
 	inputtest.CheckDelivery(t, out.All(), want, true)
 	inputtest.CheckOrder(t, out.All())
+}
+
+// TestLeaseGroupsEachReadEveryRecord: pipelines of different groups keep
+// their leases in one table and read one stream; each group shares the
+// shards among its own instances, and reads every record exactly once,
+// whatever the others do.
+func TestLeaseGroupsEachReadEveryRecord(t *testing.T) {
+	t.Parallel()
+	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	d := emulator.Dynalite(t)
+	const table = "shared"
+	groups := map[string][]string{"": {"plain"}, "archiver": {"a0", "a1"}, "indexer": {"x0", "x1"}}
+	outs := map[string][]*inputtest.Collector{}
+	var pipes []*inputtest.Pipeline
+	for group, instances := range groups {
+		for _, id := range instances {
+			out := &inputtest.Collector{}
+			outs[group] = append(outs[group], out)
+			extra := "reader: polling\npolling: { interval: 200ms }"
+			yaml := leaseYAML(srv, d, table, id, extra)
+			if group != "" {
+				yaml = strings.Replace(yaml, "instance_id: "+id, "instance_id: "+id+", group: "+group, 1)
+			}
+			pipes = append(pipes, inputtest.StartPipeline(t, yaml, out))
+		}
+	}
+	want := fakeProduce(t, srv, "orders", "g", 1200, 40)
+	count := func(group string) int {
+		n := 0
+		for _, o := range outs[group] {
+			n += o.Count()
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, func() bool {
+		return count("") >= len(want) && count("archiver") >= len(want) && count("indexer") >= len(want)
+	})
+	// Each group holds the 8 shards once, shared among its own instances.
+	waitUntil(t, 30*time.Second, func() bool {
+		n := spread(owners(t, d, table))
+		return n["plain"] == 8 && n["a0"]+n["a1"] == 8 && n["x0"]+n["x1"] == 8 && n["a0"] > 0 && n["a1"] > 0 && n["x0"] > 0 && n["x1"] > 0
+	})
+	time.Sleep(300 * time.Millisecond) // anything extra would show now
+	for _, p := range pipes {
+		p.Stop(t)
+	}
+	for group, cs := range outs {
+		var all []inputtest.Got
+		for _, o := range cs {
+			all = append(all, o.All()...)
+			inputtest.CheckOrder(t, o.All())
+		}
+		t.Logf("group %q: %d records", group, len(all))
+		inputtest.CheckDelivery(t, all, want, true)
+	}
 }

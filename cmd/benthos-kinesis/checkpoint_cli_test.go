@@ -96,6 +96,39 @@ func TestCheckpointShow(t *testing.T) {
 		t.Fatalf("show --table --json: %+v, want %s and %+v", got, arn, want)
 	}
 
+	// Another group's leases of the same shard, in the same table: each
+	// group sees its own.
+	search := lease.Grouped(tb, "search")
+	it, err = search.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = search.Take(t.Context(), it, "worker-b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  shardRow
+	}{
+		{nil, want},
+		{[]string{"--group", "search"}, shardRow{Shard: "shardId-000000000000", Start: "LATEST", Owner: "worker-b", Counter: 1}},
+	} {
+		out, err = show(append([]string{"--table", "leases", "--dynamodb-endpoint", d.Endpoint, "--json"}, tc.flags...)...)
+		if err != nil {
+			t.Fatalf("show --table %v: %v\n%s", tc.flags, err, out)
+		}
+		got.Shards = nil
+		if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Shards) != 1 || got.Shards[0] != tc.want {
+			t.Fatalf("show --table %v --json: %+v (%v), want %+v", tc.flags, got, err, tc.want)
+		}
+	}
+	if out, err := show("--dir", cpDir, "--group", "search"); err == nil || !strings.Contains(out, "--group applies to --table only") {
+		t.Fatalf("show --dir --group: %v\n%s", err, out)
+	}
+	if out, err := show("--table", "leases", "--dynamodb-endpoint", d.Endpoint, "--group", "a b"); err == nil || !strings.Contains(out, `--group "a b": expected a group name`) {
+		t.Fatalf("show --group 'a b': %v\n%s", err, out)
+	}
+
 	if out, err := show(); err == nil || !strings.Contains(out, "give the store: --dir") {
 		t.Fatalf("show without a store: %v\n%s", err, out)
 	}

@@ -36,6 +36,20 @@ func TestConformance(t *testing.T) {
 		t.Parallel()
 		runScript(t, NewMemory(), script)
 	})
+	// Groups on one table never meet: the script gives the same results in
+	// each group of a table the default group and another group already
+	// went through (same stream, same shards, same instances).
+	t.Run("groups", func(t *testing.T) {
+		t.Parallel()
+		tb := open(t, emulator.Dynalite(t), "groups")
+		for _, group := range []string{"", "archiver", "indexer"} {
+			runScript(t, Grouped(tb, group), script)
+		}
+		mem := NewMemory()
+		for _, group := range []string{"", "archiver"} {
+			runScript(t, Grouped(mem, group), script)
+		}
+	})
 }
 
 func runScript(t *testing.T, st Store, script []step) {
@@ -120,6 +134,10 @@ func conformanceScript() []step {
 		{"loads in whole bytes a second", worker("c"), "c counter=2 nonce=n4 loads=map[shardId-000000000000:2048 shardId-000000000001:0]", nil},
 		{"a heartbeat without loads clears them", heartbeat("c", "n4", false), "", nil},
 		{"no loads", worker("c"), "c counter=3 nonce=n4", nil},
+		{"heartbeat with a config digest", heartbeatConfig("c", "n4", map[string]string{"output": "0a1b", "build": "v1"}), "", nil},
+		{"the config digest", worker("c"), "c counter=4 nonce=n4 config=map[build:v1 output:0a1b]", nil},
+		{"a heartbeat without one keeps it", heartbeat("c", "n4", false), "", nil},
+		{"the digest kept", worker("c"), "c counter=5 nonce=n4 config=map[build:v1 output:0a1b]", nil},
 		{"leave", leave("b"), "", nil},
 		{"a worker that left", worker("b"), "none", nil},
 
@@ -129,8 +147,8 @@ func conformanceScript() []step {
 		{"drop", drop("efo"), "", nil},
 		{"claim after the drop", claim("efo", "b"), "true", nil},
 
-		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:3:n4]", nil},
-		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:3:n4]", nil},
+		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:5:n4]", nil},
+		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:5:n4]", nil},
 	}
 }
 
@@ -250,6 +268,12 @@ func heartbeatLoads(me, nonce string, loads map[string]float64) func(context.Con
 	}
 }
 
+func heartbeatConfig(me, nonce string, config map[string]string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce, Config: config}, false)
+	}
+}
+
 func worker(id string) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
 		w, ok, err := st.GetWorker(ctx, arn, id)
@@ -259,6 +283,9 @@ func worker(id string) func(context.Context, Store) (string, error) {
 		out := fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter, w.Nonce)
 		if len(w.Loads) > 0 {
 			out += fmt.Sprintf(" loads=%v", w.Loads)
+		}
+		if len(w.Config) > 0 {
+			out += fmt.Sprintf(" config=%v", w.Config)
 		}
 		return out, err
 	}
@@ -301,9 +328,16 @@ func scan(consistent bool) func(context.Context, Store) (string, error) {
 		stream := "none"
 		if sc.Stream != nil {
 			stream = sc.Stream.Start.Kind
+			if sc.Stream.ARN != arn {
+				stream += "(of " + sc.Stream.ARN + ")"
+			}
 		}
 		var shards, workers []string
 		for _, s := range sc.Shards {
+			if s.Stream != arn {
+				shards = append(shards, s.ShardID+"(of "+s.Stream+")")
+				continue
+			}
 			shards = append(shards, s.ShardID)
 		}
 		for _, w := range sc.Workers {

@@ -26,7 +26,7 @@ type configMismatch struct {
 }
 
 func (m configMismatch) String() string {
-	return strings.Join(m.instances, ", ") + " (" + strings.Join(m.parts, ", ") + ")"
+	return strings.Join(m.instances, ", ") + ": " + strings.Join(m.parts, ", ")
 }
 
 // mismatched compares the configs of the live workers other than me with
@@ -80,8 +80,8 @@ func (c *leaseCoordinator) checkConfigs(workers []lease.Worker, live map[string]
 		c.st.Log.Infof("stream %s: every live instance of %s runs this instance's pipeline config again", c.st.Name, c.where())
 		return
 	}
-	c.st.Log.Warnf("stream %s: instances %s of %s run a pipeline config other than this instance's (%s): the instances of one group share the stream's shards, so each of two pipelines sees only part of the stream's records; give each pipeline its own checkpoint.dynamodb.group, or run one config in the group",
-		c.st.Name, m.String(), c.where(), c.me)
+	c.st.Log.Warnf("stream %s: instances %s of %s run a pipeline config other than this instance's (%s): their %s differs. The instances of one group share the stream's shards, so each of two pipelines sees only part of the stream's records: give each pipeline its own checkpoint.dynamodb.group, or run one config in the group",
+		c.st.Name, strings.Join(m.instances, ", "), c.where(), c.me, strings.Join(m.parts, ", "))
 }
 
 // where names the table and the group, for messages.

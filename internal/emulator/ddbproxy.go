@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -29,6 +30,7 @@ type DynamoDBProxy struct {
 	units    map[string]float64
 	throttle map[string]time.Time // operation -> throttled until
 	down     time.Time            // no call is answered until then
+	signers  map[string]int64     // SigV4Scope -> calls
 }
 
 // NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
@@ -42,13 +44,14 @@ func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}}
+	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}, signers: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = p.count
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := operation(r)
 		p.mu.Lock()
 		p.calls[op]++
+		p.signers[SigV4Scope(r.Header)]++
 		until, throttled := p.throttle[op]
 		down := p.down
 		p.mu.Unlock()
@@ -113,6 +116,31 @@ func (p *DynamoDBProxy) Calls() (calls map[string]int64, units map[string]float6
 		units[k] = v
 	}
 	return calls, units
+}
+
+// Signers returns the calls so far by who signed them and for which region
+// and service (SigV4Scope).
+func (p *DynamoDBProxy) Signers() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.signers)
+}
+
+// SigV4Scope is who signed a request, and for what: the access key id,
+// region and service of its AWS Signature Version 4 credential scope, as
+// "AKID region service"; "unsigned" without one.
+func SigV4Scope(h http.Header) string {
+	_, cred, ok := strings.Cut(h.Get("Authorization"), "Credential=")
+	if !ok {
+		return "unsigned"
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	// AKID/20240501/us-east-1/kinesis/aws4_request
+	parts := strings.Split(cred, "/")
+	if len(parts) != 5 {
+		return "malformed " + cred
+	}
+	return parts[0] + " " + parts[2] + " " + parts[3]
 }
 
 // drop resets the connection of a request without answering it.

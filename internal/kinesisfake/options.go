@@ -2,6 +2,7 @@ package kinesisfake
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -36,6 +37,9 @@ type config struct {
 	// otherAccount: the streams belong to another account than the caller's
 	// (see OtherAccount).
 	otherAccount bool
+
+	// onRequest, when set, sees every request's operation and headers.
+	onRequest func(op string, h http.Header)
 
 	logger *slog.Logger
 
@@ -93,6 +97,10 @@ func Account(id string) Opt { return func(c *config) { c.acct = id } }
 // counts the refusals per operation. CreateStream and ListStreams, the
 // owner's calls, are served as before.
 func OtherAccount() Opt { return func(c *config) { c.otherAccount = true } }
+
+// OnRequest calls f with the operation and headers of every request, before
+// it is served: what a test needs to see how calls are signed.
+func OnRequest(f func(op string, h http.Header)) Opt { return func(c *config) { c.onRequest = f } }
 
 // Stream creates an ACTIVE stream with the given number of shards at New.
 func Stream(name string, shards int) Opt {

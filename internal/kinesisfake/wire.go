@@ -108,6 +108,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stats.call(op)
+	if f := s.cfg.onRequest; f != nil {
+		f(op, r.Header)
+	}
 	c := &call{op: op, body: body, header: r.Header, ctx: r.Context(), proto: r.Proto, http1: r.ProtoMajor == 1}
 	if s.cfg.otherAccount {
 		if aerr := s.byARNOnly(c); aerr != nil {
