@@ -16,9 +16,13 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	// The input registers itself as aws_kinesis_streams.
-	_ "github.com/benthos-kinesis/benthos-kinesis/input"
+	"github.com/benthos-kinesis/benthos-kinesis/input"
 )
 
 func main() {
-	service.RunCLI(context.Background())
+	service.RunCLI(context.Background(),
+		// Instances of one lease group compare their pipeline configs and
+		// report one that differs (checkpoint.dynamodb.group).
+		input.CLIOptComparePipelines(),
+	)
 }
