@@ -1,6 +1,3 @@
-// Package deploy holds the container image and Kubernetes manifests of
-// benthos-kinesis. It is a module of its own so that the Kubernetes API
-// types its test needs stay out of the main module.
 package deploy
 
 import (
