@@ -36,9 +36,19 @@ type counter struct{ metric }
 // gauge is a metric read as it stands.
 type gauge struct{ metric }
 
-func newCounter(name string, labels ...string) counter { return counter{metric{name, labels}} }
+// catalogue holds every metric declared, by name: what the autoscaling
+// manifests may name.
+var catalogue = map[string]metric{}
 
-func newGauge(name string, labels ...string) gauge { return gauge{metric{name, labels}} }
+func newCounter(name string, labels ...string) counter { return counter{declare(name, labels)} }
+
+func newGauge(name string, labels ...string) gauge { return gauge{declare(name, labels)} }
+
+func declare(name string, labels []string) metric {
+	m := metric{name, labels}
+	catalogue[name] = m
+	return m
+}
 
 // expr is a PromQL expression, the labels its result carries besides the
 // scrape labels, and the metrics it names. An error made while building it
