@@ -38,8 +38,8 @@ var rows = []row{
 			q(sumBy(rate(bytesRead), "stream"), "{{stream}}")),
 	}},
 	{"Leases", []panel{
-		graph("Owned shards per instance", "short", "Shards whose lease each instance holds (kinesis_owned_shards); the lease table evens them out within a few lease periods of an instance coming or going. More instances than shards leave some with none.",
-			q(sumBy(ownedShards.now(), perInstance...), "{{pod}} {{instance}}")),
+		graph("Owned shards per instance", "short", "Shards whose lease each instance holds (kinesis_owned_shards), stacked: the top is every shard held, the stream's open shards once the leases settle; the lease table evens them out within a few lease periods of an instance coming or going. More instances than shards leave some with none.",
+			q(sumBy(ownedShards.now(), perInstance...), "{{pod}} {{instance}}")).stack(),
 		graph("Lease moves by cause", "short", "Leases that came to an instance, by cause (kinesis_lease_moves): free (never held, or released), expired (its holder stopped renewing it), count or load (asked of a live holder to even out the count or the load).",
 			q(sumBy(increase(leaseMoves), "cause"), "{{cause}}")),
 		graph("Leases taken, stolen, handed over, lost", "short", "Taken free or expired, stolen (asked of a live holder and received), handed over after their last checkpoint, and lost (found taken by another instance: its records since the last checkpoint are read again).",
@@ -81,10 +81,10 @@ type row struct {
 	panels []panel
 }
 
-// panel is a graph (a time series) or a stat (the current value, red from
-// 1 on) with its queries.
+// panel is a graph (a time series, its series stacked or not) or a stat
+// (the current value, red from 1 on) with its queries.
 type panel struct {
-	stat                     bool
+	stat, stacked            bool
 	title, unit, description string
 	queries                  []query
 }
@@ -99,6 +99,12 @@ func q(e expr, legend string) query { return query{e, legend} }
 
 func graph(title, unit, description string, qs ...query) panel {
 	return panel{title: title, unit: unit, description: description, queries: qs}
+}
+
+// stack stacks the graph's series: for parts of a whole.
+func (p panel) stack() panel {
+	p.stacked = true
+	return p
 }
 
 func stat(title, description string, qs ...query) panel {
@@ -240,12 +246,17 @@ func (p panel) builder(id, width uint32) (cog.Builder[dashboard.Panel], error) {
 				Mode(dashboard.ThresholdsModeAbsolute).
 				Steps([]dashboard.Threshold{{Color: "green"}, {Value: cog.ToPtr(1.0), Color: "red"}})), nil
 	}
+	fill, stacking := 10.0, common.StackingModeNone
+	if p.stacked {
+		fill, stacking = 40, common.StackingModeNormal
+	}
 	return timeseries.NewPanelBuilder().
 		Id(id).Title(p.title).Description(p.description).Unit(p.unit).
 		Datasource(datasource).Targets(ts).
 		Span(width).Height(panelHeight).
 		Min(0).
-		FillOpacity(10).
+		FillOpacity(fill).
+		Stacking(common.NewStackingConfigBuilder().Mode(stacking)).
 		Legend(common.NewVizLegendOptionsBuilder().
 			DisplayMode(common.LegendDisplayModeList).
 			Placement(common.LegendPlacementBottom).
