@@ -16,6 +16,7 @@
 //	kinesis-bench -process bin/benthos-kinesis -readers polling,efo
 //	kinesis-bench -latency -rate 1000 -duration 10s
 //	kinesis-bench -process bin/benthos-kinesis -idle 20s -shard-counts 64,256,512
+//	kinesis-bench -process bin/benthos-kinesis -fleet 60s -plot config/deploy/grafana
 //
 // A scenario's baseline always runs with it. Each round runs every scenario
 // once, in the order of the table, after -warmup rounds that are not
@@ -65,7 +66,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		idle       = fs.Duration("idle", 0, "with -process: instead of draining, read empty streams of each of -shard-counts shards (AWS quotas on) and report the time until every shard is read, then RSS, CPU and goroutines over this long")
 		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
 		quotas     = fs.Bool("quotas", false, "the scenarios read with AWS's read quotas on (5 calls/s and 2 MiB/s per shard, for GetRecords and each subscription), as on AWS")
-		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory")
+		fleet      = fs.Duration("fleet", 0, "with -process: instead of draining, run 3 processes of the binary sharing 2 streams (a backlog, then records written steadily; AWS quotas on) through a lease table in dynalite for this long, one joining at a sixth and one stopped at two thirds, scraping their /metrics every second, and print the dashboard's main figures")
+		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory; with -fleet: the dashboard's main panels as dashboard.png")
 		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt)")
 		set        settings
 	)
@@ -78,6 +80,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *latency {
 		return runLatency(stdout, stderr, fakeConfig{shards: *shards, set: set}, strings.Split(*readers, ","), *rate, *duration, *plotDir)
+	}
+	if *fleet > 0 {
+		if *process == "" {
+			return fmt.Errorf("-fleet runs the binary: give its path with -process, e.g. -process bin/benthos-kinesis")
+		}
+		return runFleet(stdout, stderr, *process, *fleet, *plotDir)
 	}
 	if *process != "" && *idle > 0 {
 		var ns []int

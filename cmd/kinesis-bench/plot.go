@@ -15,7 +15,8 @@ import (
 )
 
 // Plots of the bench's figures as PNG files: a bar chart on a log scale
-// (latency percentiles) and a line chart (figures against shard count).
+// (latency percentiles), a line chart (figures against shard count), and a
+// figure of time-series panels (the -fleet mode's dashboard).
 
 const (
 	plotW, plotH                    = 760, 420
@@ -37,8 +38,10 @@ type series struct {
 
 type canvas struct{ img *image.RGBA }
 
-func newCanvas(title string) canvas {
-	c := canvas{image.NewRGBA(image.Rect(0, 0, plotW, plotH))}
+func newCanvas(title string) canvas { return newCanvasSized(plotW, plotH, title) }
+
+func newCanvasSized(w, h int, title string) canvas {
+	c := canvas{image.NewRGBA(image.Rect(0, 0, w, h))}
 	draw.Draw(c.img, c.img.Bounds(), &image.Uniform{colBackground}, image.Point{}, draw.Src)
 	c.text(marginL, 22, title, colAxis)
 	return c

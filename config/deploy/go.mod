@@ -3,6 +3,7 @@ module github.com/benthos-kinesis/benthos-kinesis/config/deploy
 go 1.26.0
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	k8s.io/api v0.37.2
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -1,6 +1,3 @@
-// Package deploy holds the container image and Kubernetes manifests of
-// benthos-kinesis. It is a module of its own so that the Kubernetes API
-// types its test needs stay out of the main module.
 package deploy
 
 import (
@@ -24,12 +21,8 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		t.Fatalf("no manifest: %v", err)
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		kinds := map[string]int{}
-		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+		for i, doc := range documents(t, f) {
 			var head struct{ Kind string }
 			if err := yaml.Unmarshal(doc, &head); err != nil {
 				t.Fatalf("%s document %d: %v", f, i, err)
@@ -72,6 +65,16 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			t.Errorf("%s has %d workloads, want 1", f, kinds["Deployment"]+kinds["StatefulSet"])
 		}
 	}
+}
+
+// documents are the YAML documents of a manifest file.
+func documents(t *testing.T, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(data, []byte("\n---\n"))
 }
 
 func checkPod(t *testing.T, f string, pod *corev1.PodTemplateSpec) {

@@ -1,6 +1,7 @@
 // Package emulator starts third-party AWS emulators for integration tests and
 // puts a small protocol-fixing proxy in front of them. It is test support:
-// only _test.go files import it, and nothing in it is on the product path.
+// tests, cmd/install-emulators and the bench's -fleet mode import it, and
+// nothing in it is on the product path.
 //
 // Two emulators are supported, both npm packages run with Node.js:
 //

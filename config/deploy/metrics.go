@@ -1,0 +1,40 @@
+package deploy
+
+// The binary's metrics the dashboard and the autoscalers read, as the input
+// registers them (input/metrics.go and input/coord/metrics.go of the main
+// module) and its Prometheus exporter serves them. This module cannot
+// import the main one's: the main module's test
+// (cmd/benthos-kinesis/dashboard_metrics_test.go) runs the binary and
+// checks that every metric the generated dashboard and the autoscaling
+// manifests name is on its /metrics.
+var (
+	// Reading, per stream and shard.
+	recordsRead        = newCounter("kinesis_records_read", "stream", "shard")
+	bytesRead          = newCounter("kinesis_bytes_read", "stream", "shard")
+	millisBehind       = newGauge("kinesis_millis_behind_latest", "stream", "shard")
+	streamMillisBehind = newGauge("kinesis_stream_millis_behind_latest", "stream")
+	throttles          = newCounter("kinesis_throttles", "stream", "shard")
+	subscriptionErrors = newCounter("kinesis_subscription_errors", "stream", "shard", "class")
+	shardStopped       = newGauge("kinesis_shard_stopped", "stream", "shard")
+
+	// Acknowledgements and memory.
+	pastCheckpoint = newGauge("kinesis_records_past_checkpoint", "stream", "shard")
+	unacknowledged = newGauge("kinesis_records_unacknowledged", "stream", "shard")
+	bytesInFlight  = newGauge("kinesis_bytes_in_flight")
+
+	// Checkpoints and leases, per stream.
+	checkpointFailures = newCounter("kinesis_checkpoint_failures", "stream")
+	brokenCheckpoints  = newGauge("kinesis_broken_checkpoints", "stream")
+	ownedShards        = newGauge("kinesis_owned_shards", "stream")
+	leaseMoves         = newCounter("kinesis_lease_moves", "stream", "cause")
+	leasesTaken        = newCounter("kinesis_leases_taken", "stream")
+	leasesStolen       = newCounter("kinesis_leases_stolen", "stream")
+	leasesHandedOver   = newCounter("kinesis_leases_handed_over", "stream")
+	leasesLost         = newCounter("kinesis_leases_lost", "stream")
+	renewalFailures    = newCounter("kinesis_lease_renewal_failures", "stream")
+	renewalAge         = newGauge("kinesis_lease_renewal_age_ms", "stream")
+
+	// The process, from the exporter's process and Go collectors.
+	residentMemory = newGauge("process_resident_memory_bytes")
+	goMemLimit     = newGauge("go_gc_gomemlimit_bytes")
+)
