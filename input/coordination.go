@@ -25,8 +25,8 @@ type coordinationConfig interface {
 	// a missing table), rather than Connect retrying it for ever.
 	check(conf config) error
 	// open opens the store or the table; cfg is the input's AWS
-	// configuration.
-	open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger) (coord.Coordination, error)
+	// configuration, opts those of the table's client.
+	open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger, opts ...awsclient.Option) (coord.Coordination, error)
 	// store names where the checkpoints are kept, for messages (the
 	// directory's absolute path, or the table), and the flags that point the
 	// checkpoint commands at it.
@@ -62,7 +62,7 @@ func (f fileConfig) check(conf config) error {
 	return nil
 }
 
-func (f fileConfig) open(_ context.Context, _ config, _ aws.Config, log *service.Logger) (coord.Coordination, error) {
+func (f fileConfig) open(_ context.Context, _ config, _ aws.Config, log *service.Logger, _ ...awsclient.Option) (coord.Coordination, error) {
 	store, err := checkpoint.OpenFile(f.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
@@ -120,14 +120,14 @@ func (l *leaseConfig) settings(conf config) awsclient.Settings {
 	return s
 }
 
-func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger) (coord.Coordination, error) {
+func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger, opts ...awsclient.Option) (coord.Coordination, error) {
 	if l.Region != "" || l.Creds != nil {
 		var err error
 		if cfg, err = awsclient.Load(ctx, l.settings(conf)); err != nil {
 			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fDynamo, err)
 		}
 	}
-	t, err := lease.Open(ctx, l.client(cfg), l.Table, l.Create)
+	t, err := lease.Open(ctx, l.client(cfg, opts...), l.Table, l.Create)
 	if err != nil {
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
@@ -153,6 +153,7 @@ func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log
 // answers.
 const minLeaseCallTimeout = 5 * time.Second
 
-func (l *leaseConfig) client(cfg aws.Config) *dynamodb.Client {
-	return awsclient.DynamoDB(cfg, l.Endpoint, awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, max(l.LeasePeriod, minLeaseCallTimeout))))
+func (l *leaseConfig) client(cfg aws.Config, opts ...awsclient.Option) *dynamodb.Client {
+	timeout := awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, max(l.LeasePeriod, minLeaseCallTimeout)))
+	return awsclient.DynamoDB(cfg, l.Endpoint, append([]awsclient.Option{timeout}, opts...)...)
 }

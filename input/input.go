@@ -182,9 +182,10 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client := awsclient.Kinesis(cfg, in.conf.Endpoint)
+	counted := awsclient.OnError(in.metrics.apiError)
+	client := awsclient.Kinesis(cfg, in.conf.Endpoint, counted)
 	if in.coord == nil {
-		c, err := in.conf.Coordination.open(ctx, in.conf, cfg, in.log)
+		c, err := in.conf.Coordination.open(ctx, in.conf, cfg, in.log, counted)
 		if err != nil {
 			return err
 		}

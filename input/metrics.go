@@ -1,9 +1,12 @@
 package input
 
 import (
+	"strings"
+
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 )
 
 // metrics are the input's own metrics; Benthos adds its input_* ones.
@@ -31,9 +34,23 @@ type metrics struct {
 	// bytesInFlight is what the records read and not yet acknowledged, and
 	// those being read, hold against memory_limit.
 	bytesInFlight *service.MetricGauge
+	// apiErrors counts the Kinesis and DynamoDB calls that failed, once
+	// each (after the AWS SDK's retries), by service, operation and class
+	// (awserr.Class: throttled, recoverable, retryable, fatal).
+	apiErrors *service.MetricCounter // service, operation, class
 
 	// coord are the coordinators' series: commits, owned shards, leases.
 	coord *coord.Metrics
+}
+
+// apiError counts a failed call (awsclient.OnError); calls canceled by the
+// input itself (a reader stopping) are no errors.
+func (m *metrics) apiError(service, operation string, err error) {
+	class := awserr.Classify(err)
+	if class == awserr.Canceled {
+		return
+	}
+	m.apiErrors.Incr(1, strings.ToLower(service), operation, class.String())
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -53,6 +70,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		stopped:         m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
 		endsUnconfirmed: m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
 		bytesInFlight:   m.NewGauge("kinesis_bytes_in_flight"),
+		apiErrors:       m.NewCounter("kinesis_api_errors", "service", "operation", "class"),
 		coord:           coord.NewMetrics(m),
 	}
 }

@@ -49,8 +49,12 @@ var rows = []row{
 			q(sum(increase(leasesLost)), "lost")),
 		graph("Lease renewal age", "ms", "Time since the oldest lease each instance holds was last renewed (kinesis_lease_renewal_age_ms): past lease_period the lease may be taken.",
 			q(maxBy(renewalAge.now(), perInstance...), "{{pod}} {{instance}}")),
+		stat("Instances on another config", "Live instances of each instance's lease group that run another pipeline config (kinesis_group_config_mismatch), the most any instance sees: two pipelines in one group each read only part of the stream. The log names them and the part that differs; give each pipeline its own checkpoint.dynamodb.group.",
+			q(maxBy(configMismatch.now(), "stream"), "{{stream}}")),
 	}},
 	{"Errors", []panel{
+		graph("AWS calls failed /s by class", "short", "Calls to Kinesis and DynamoDB that failed, once each after the AWS SDK's retries (kinesis_api_errors), by service, operation and class: throttled (a quota), recoverable (time-outs, 5xx), retryable (other service errors), fatal (access denied, a wrong argument; retried, but they do not heal by themselves).",
+			q(sumBy(rate(apiErrors), "service", "operation", "class"), "{{service}} {{operation}} {{class}}")),
 		graph("DynamoDB errors /s", "short", "Lease writes that failed (kinesis_lease_renewal_failures) and commits to the lease table or checkpoint store that failed (kinesis_checkpoint_failures); both are retried.",
 			q(sumBy(rate(renewalFailures), "stream"), "lease renewal {{stream}}"),
 			q(sumBy(rate(checkpointFailures), "stream"), "checkpoint {{stream}}")),

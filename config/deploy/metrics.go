@@ -33,6 +33,11 @@ var (
 	leasesLost         = newCounter("kinesis_leases_lost", "stream")
 	renewalFailures    = newCounter("kinesis_lease_renewal_failures", "stream")
 	renewalAge         = newGauge("kinesis_lease_renewal_age_ms", "stream")
+	configMismatch     = newGauge("kinesis_group_config_mismatch", "stream")
+
+	// Calls to Kinesis and DynamoDB that failed, once each after the SDK's
+	// retries.
+	apiErrors = newCounter("kinesis_api_errors", "service", "operation", "class")
 
 	// The process, from the exporter's process and Go collectors.
 	residentMemory = newGauge("process_resident_memory_bytes")

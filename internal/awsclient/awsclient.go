@@ -141,7 +141,7 @@ func Kinesis(cfg aws.Config, endpoint string, opts ...Option) *kinesis.Client {
 		if endpoint != "" {
 			ko.BaseEndpoint = aws.String(endpoint)
 		}
-		ko.APIOptions = append(ko.APIOptions, deadline(o.timeout, describeEndpoint("Kinesis", cfg.Region, endpoint)))
+		ko.APIOptions = append(ko.APIOptions, o.apiOptions(describeEndpoint("Kinesis", cfg.Region, endpoint))...)
 	})
 }
 
@@ -238,6 +238,6 @@ func DynamoDB(cfg aws.Config, endpoint string, opts ...Option) *dynamodb.Client 
 		if endpoint != "" {
 			do.BaseEndpoint = aws.String(endpoint)
 		}
-		do.APIOptions = append(do.APIOptions, deadline(o.timeout, describeEndpoint("DynamoDB", cfg.Region, endpoint)))
+		do.APIOptions = append(do.APIOptions, o.apiOptions(describeEndpoint("DynamoDB", cfg.Region, endpoint))...)
 	})
 }

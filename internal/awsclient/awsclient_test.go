@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,5 +194,50 @@ func TestAnsweringEndpointIsNotCalledSilent(t *testing.T) {
 	_, err = Kinesis(cfg, silent, CallTimeout(100*time.Millisecond)).GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("x")})
 	if IsNoAnswer(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("GetRecords was cut by the client's deadline: %v, want the caller's own deadline", err)
+	}
+}
+
+// TestOnErrorSeesEachFailedCallOnce: a client built with OnError reports
+// each failed call once, after the SDK's retries, with its service and
+// operation and the error its caller gets; calls that succeed are not
+// reported.
+func TestOnErrorSeesEachFailedCallOnce(t *testing.T) {
+	t.Parallel()
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".ListStreams") {
+			_, _ = w.Write([]byte(`{"StreamNames":[],"HasMoreStreams":false}`))
+			return
+		}
+		attempts.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"__type":"InternalFailure","message":"down"}`))
+	}))
+	t.Cleanup(srv.Close)
+	cfg, err := Load(context.Background(), Settings{Region: "us-east-1", ID: "a", Secret: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type report struct{ service, op string }
+	var mu sync.Mutex
+	var got []report
+	var gotErr error
+	client := Kinesis(cfg, srv.URL, OnError(func(service, op string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got, gotErr = append(got, report{service, op}), err
+	}))
+	if _, err := client.ListStreams(context.Background(), &kinesis.ListStreamsInput{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("orders")})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []report{{"Kinesis", "DescribeStreamSummary"}}; !slices.Equal(got, want) || err == nil || !errors.Is(err, gotErr) {
+		t.Errorf("reported %v (%v), want %v with the error the caller got, %v", got, gotErr, want, err)
+	}
+	if n := attempts.Load(); n < 2 {
+		t.Errorf("%d attempts: the SDK did not retry, so the test shows nothing of once per call", n)
 	}
 }

@@ -79,6 +79,16 @@ type Option func(*clientOptions)
 
 type clientOptions struct {
 	timeout time.Duration
+	onError func(service, operation string, err error)
+}
+
+// apiOptions are the middleware of a client of these options.
+func (o clientOptions) apiOptions(fallback string) []func(*middleware.Stack) error {
+	opts := []func(*middleware.Stack) error{deadline(o.timeout, fallback)}
+	if o.onError != nil {
+		opts = append(opts, reportErrors(o.onError))
+	}
+	return opts
 }
 
 // CallTimeout replaces the default deadline of each call (KinesisCallTimeout,
