@@ -66,9 +66,12 @@ type leaseConfig struct {
 	// empty: the table is the group.
 	Group string
 	// Region and Creds are the table's when it is not in the stream's
-	// region or account: empty and nil mean the input's.
-	Region string
-	Creds  *credentials
+	// region or account: empty means the input's. Fields of Creds set
+	// replace the input's (see settings); with CredsFromChain the input's
+	// are not used at all.
+	Region         string
+	Creds          credentials
+	CredsFromChain bool
 }
 
 // The ways instances share a stream's shards (checkpoint.dynamodb.balance).
@@ -120,6 +123,14 @@ func (c config) settings() awsclient.Settings {
 		Profile: c.Creds.Profile, ID: c.Creds.ID, Secret: c.Creds.Secret, Token: c.Creds.Token,
 		Role: c.Creds.Role, RoleExternalID: c.Creds.RoleExternalID,
 	}
+}
+
+// commandFlags point the checkpoint command at a stream (by its ARN, which
+// names its account and region) as the input reaches it: its endpoint,
+// profile and role. Static keys are the environment's.
+func (c config) commandFlags(streamARN string) string {
+	return checkpoint.StreamFlags(streamARN, "--endpoint", c.Endpoint, "--profile", c.Creds.Profile,
+		"--role", c.Creds.Role, "--role-external-id", c.Creds.RoleExternalID)
 }
 
 func parseConfig(pc *service.ParsedConfig) (config, error) {
@@ -322,9 +333,6 @@ func parseCredentials(pc *service.ParsedConfig, field string) (credentials, erro
 		{fCredProfile, &c.Profile}, {fCredID, &c.ID}, {fCredSecret, &c.Secret}, {fCredToken, &c.Token},
 		{fCredRole, &c.Role}, {fCredRoleExternalID, &c.RoleExternalID},
 	} {
-		if !pc.Contains(f.name) {
-			continue // an optional field left out (the lease table's)
-		}
 		v, err := pc.FieldString(f.name)
 		if err != nil {
 			return c, err
@@ -486,13 +494,14 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 			return nil, fmt.Errorf("field %s%s: %w", at, fDynamoRegion, err)
 		}
 	}
-	if pc.Contains(fCredentials) {
-		creds, err := parseCredentials(pc.Namespace(fCredentials), at+fCredentials)
-		if err != nil {
-			return nil, err
-		}
-		l.Creds = &creds
+	if l.Creds, err = parseCredentials(pc.Namespace(fCredentials), at+fCredentials); err != nil {
+		return nil, err
 	}
+	fromInput, err := pc.FieldBool(fCredentials, fCredFromInput)
+	if err != nil {
+		return nil, err
+	}
+	l.CredsFromChain = !fromInput
 	return &l, nil
 }
 

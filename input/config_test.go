@@ -217,21 +217,26 @@ func TestCheckpointLimitBound(t *testing.T) {
 }
 
 // TestLeaseTableSettings: the lease table is reached with the input's
-// region and credentials unless checkpoint.dynamodb gives its own; its
-// credentials, when given, replace the input's whole (`{}`: the SDK's
-// chain, not the input's role).
+// region and credentials unless checkpoint.dynamodb gives its own: its
+// profile or keys replace the input's profile and keys, its role the
+// input's role; from_input: false starts from the SDK's chain instead.
+// Fields left empty (a copied full config) change nothing.
 func TestLeaseTableSettings(t *testing.T) {
 	t.Parallel()
-	const head = "streams: [orders]\nreader: polling\nregion: us-east-1\ncredentials: {id: AKIDSTREAM, secret: s, role: 'arn:aws:iam::111111111111:role/reader'}\n"
+	const roleA, roleB = "arn:aws:iam::111111111111:role/reader", "arn:aws:iam::222222222222:role/leases"
+	const head = "streams: [orders]\nreader: polling\nregion: us-east-1\ncredentials: {id: AKIDSTREAM, secret: s, role: '" + roleA + "'}\n"
+	input := awsclient.Settings{Region: "us-east-1", ID: "AKIDSTREAM", Secret: "s", Role: roleA}
 	for _, tc := range []struct {
 		name, dynamo string
 		want         awsclient.Settings
 	}{
-		{"the input's", "{table: leases}", awsclient.Settings{Region: "us-east-1", ID: "AKIDSTREAM", Secret: "s", Role: "arn:aws:iam::111111111111:role/reader"}},
-		{"own region", "{table: leases, region: eu-west-1}", awsclient.Settings{Region: "eu-west-1", ID: "AKIDSTREAM", Secret: "s", Role: "arn:aws:iam::111111111111:role/reader"}},
-		{"own role", "{table: leases, credentials: {role: 'arn:aws:iam::222222222222:role/leases', role_external_id: x}}", awsclient.Settings{Region: "us-east-1", Role: "arn:aws:iam::222222222222:role/leases", RoleExternalID: "x"}},
-		{"the SDK chain", "{table: leases, credentials: {}}", awsclient.Settings{Region: "us-east-1"}},
-		{"own profile and region", "{table: leases, region: eu-central-1, credentials: {profile: mine}}", awsclient.Settings{Region: "eu-central-1", Profile: "mine"}},
+		{"the input's", "{table: leases}", input},
+		{"empty fields", "{table: leases, credentials: {profile: '', id: '', secret: '', token: '', role: '', role_external_id: ''}}", input},
+		{"own region", "{table: leases, region: eu-west-1}", awsclient.Settings{Region: "eu-west-1", ID: "AKIDSTREAM", Secret: "s", Role: roleA}},
+		{"own role with the input's keys", "{table: leases, credentials: {role: '" + roleB + "', role_external_id: x}}", awsclient.Settings{Region: "us-east-1", ID: "AKIDSTREAM", Secret: "s", Role: roleB, RoleExternalID: "x"}},
+		{"own profile, the input's role", "{table: leases, region: eu-central-1, credentials: {profile: mine}}", awsclient.Settings{Region: "eu-central-1", Profile: "mine", Role: roleA}},
+		{"the SDK chain", "{table: leases, credentials: {from_input: false}}", awsclient.Settings{Region: "us-east-1"}},
+		{"a role from the SDK chain", "{table: leases, credentials: {from_input: false, role: '" + roleB + "'}}", awsclient.Settings{Region: "us-east-1", Role: roleB}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := newTestInput(t, head+"checkpoint: {dynamodb: "+tc.dynamo+"}")

@@ -42,10 +42,28 @@ var pipelineDigest atomic.Pointer[map[string]string]
 // The benthos-kinesis binary uses it.
 func CLIOptComparePipelines() service.CLIOptFunc {
 	return service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
-		d := digestConfig(pc)
-		pipelineDigest.Store(&d)
+		pipelineDigest.Store(nil)
+		d, ok := safeDigest(pc)
+		if ok {
+			pipelineDigest.Store(&d)
+		}
 		return nil
 	})
+}
+
+// safeDigest is digestConfig of a config that may not be there: some
+// commands (studio pull) call the hook without one, and a config the
+// digest cannot read is no reason to stop the binary.
+func safeDigest(pc *service.ParsedConfig) (d map[string]string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			d, ok = nil, false
+		}
+	}()
+	if pc == nil {
+		return nil, false
+	}
+	return digestConfig(pc), true
 }
 
 // digestConfig returns a digest of each part of the config present, and the
@@ -56,16 +74,7 @@ func digestConfig(pc *service.ParsedConfig) map[string]string {
 		if !pc.Contains(part) {
 			continue
 		}
-		v, err := pc.FieldAny(part)
-		if err != nil {
-			continue
-		}
-		b, err := json.Marshal(withoutInstanceIDs(v))
-		if err != nil {
-			continue
-		}
-		sum := sha256.Sum256(b)
-		out[part] = hex.EncodeToString(sum[:8])
+		out[part] = digestPart(pc, part)
 	}
 	return out
 }
@@ -73,6 +82,22 @@ func digestConfig(pc *service.ParsedConfig) map[string]string {
 // yamlNode is a YAML node as the parsed config holds a component's fields
 // (*yaml.Node of gopkg.in/yaml.v3, with its lines and columns).
 type yamlNode interface{ Decode(v any) error }
+
+// digestPart is the digest of one part of the config, or "unreadable" when
+// the part cannot be read as plain values (then two instances compare
+// equal on it only if neither can read it).
+func digestPart(pc *service.ParsedConfig, part string) string {
+	v, err := pc.FieldAny(part)
+	if err != nil {
+		return "unreadable"
+	}
+	b, err := json.Marshal(withoutInstanceIDs(v))
+	if err != nil {
+		return "unreadable"
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
 
 // withoutInstanceIDs returns v as plain values (YAML nodes decoded: where a
 // field sits in the file is no difference) without any instance_id field,

@@ -83,11 +83,21 @@ func (f fileConfig) store() (where, flags string) {
 	return "directory " + dir, checkpoint.DirFlags(dir)
 }
 
+// store names the table and its group, and the flags that point the
+// checkpoint command at it: every setting of the table's that is not the
+// input's (the stream's flags say those).
 func (l *leaseConfig) store() (where, flags string) {
+	where = "lease table " + l.Table
 	if l.Group != "" {
-		return "lease table " + l.Table + " group " + l.Group, checkpoint.TableFlags(l.Table, l.Group)
+		where += " group " + l.Group
 	}
-	return "lease table " + l.Table, checkpoint.TableFlags(l.Table, "")
+	flags = checkpoint.TableFlags(l.Table, l.Group) + checkpoint.Flags(
+		"--dynamodb-endpoint", l.Endpoint, "--dynamodb-region", l.Region,
+		"--dynamodb-profile", l.Creds.Profile, "--dynamodb-role", l.Creds.Role, "--dynamodb-role-external-id", l.Creds.RoleExternalID)
+	if l.CredsFromChain {
+		flags += " --dynamodb-credentials-from-stream=false"
+	}
+	return where, flags
 }
 
 // check stops the binary at start when the lease table cannot serve
@@ -108,20 +118,36 @@ func (l *leaseConfig) check(conf config) error {
 }
 
 // settings are what reaching the table takes: the input's, with the
-// table's region and credentials where they are set.
+// table's region, and the table's credentials over the input's: its
+// profile or static keys replace the input's profile and static keys, its
+// role the input's role (CredsFromChain: the SDK's chain instead of the
+// input's).
 func (l *leaseConfig) settings(conf config) awsclient.Settings {
 	s := conf.settings()
 	if l.Region != "" {
 		s.Region = l.Region
 	}
-	if c := l.Creds; c != nil {
-		s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = c.Profile, c.ID, c.Secret, c.Token, c.Role, c.RoleExternalID
+	if l.CredsFromChain {
+		s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = "", "", "", "", "", ""
+	}
+	c := l.Creds
+	if c.Profile != "" || c.ID != "" {
+		s.Profile, s.ID, s.Secret, s.Token = c.Profile, c.ID, c.Secret, c.Token
+	}
+	if c.Role != "" {
+		s.Role, s.RoleExternalID = c.Role, c.RoleExternalID
 	}
 	return s
 }
 
+// ownCredentials reports whether the table's calls are not signed as the
+// input's.
+func (l *leaseConfig) ownCredentials() bool {
+	return l.CredsFromChain || l.Creds != (credentials{})
+}
+
 func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log *service.Logger, opts ...awsclient.Option) (coord.Coordination, error) {
-	if l.Region != "" || l.Creds != nil {
+	if l.Region != "" || l.ownCredentials() {
 		var err error
 		if cfg, err = awsclient.Load(ctx, l.settings(conf)); err != nil {
 			return nil, fmt.Errorf("field %s.%s: %w", fCheckpoint, fDynamo, err)
@@ -132,14 +158,25 @@ func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log
 		return nil, fmt.Errorf("field %s.%s.%s: %w", fCheckpoint, fDynamo, fDynamoTable, err)
 	}
 	as := ""
-	if l.Creds != nil && l.Creds.Role != "" {
-		as = " as role " + l.Creds.Role
+	switch s := l.settings(conf); {
+	case s.Role != "":
+		as = ", as role " + s.Role
+	case l.ownCredentials():
+		as = ", with its own credentials"
 	}
-	where, _ := l.store()
+	where, tableFlags := l.store()
+	digest := currentDigest()
+	switch {
+	case digest == nil:
+		log.Infof("the instances of %s do not compare their pipeline configs: this binary does not publish them (a Benthos binary of your own adds input.CLIOptComparePipelines())", where)
+	case digest["input"] == "":
+		log.Infof("the instances of %s do not compare their pipeline configs: the main config holds no input (streams mode)", where)
+		digest = nil
+	}
 	log.Infof("checkpoints are kept in the %s (region %s%s), sharing shards as instance %s (lease_period %v)", where, cfg.Region, as, l.InstanceID, l.LeasePeriod)
 	return leasecoord.New(lease.Grouped(t, l.Group), leasecoord.Options{
 		InstanceID: l.InstanceID, LeasePeriod: l.LeasePeriod, StealLimit: l.StealLimit, ByLoad: l.Balance == balanceThroughput,
-		Group: l.Group, Config: currentDigest(),
+		Group: l.Group, Config: digest, TableFlags: tableFlags,
 	}), nil
 }
 

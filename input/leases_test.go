@@ -375,7 +375,9 @@ func TestLeaseGroupsEachReadEveryRecord(t *testing.T) {
 		n := spread(owners(t, d, table))
 		return n["plain"] == 8 && n["a0"]+n["a1"] == 8 && n["x0"]+n["x1"] == 8 && n["a0"] > 0 && n["a1"] > 0 && n["x0"] > 0 && n["x1"] > 0
 	})
-	time.Sleep(300 * time.Millisecond) // anything extra would show now
+	// Anything extra (a record read twice) would arrive within a few polls.
+	total := func() int { return count("") + count("archiver") + count("indexer") }
+	waitUntil(t, 10*time.Second, steady(total, time.Second))
 	for _, p := range pipes {
 		p.Stop(t)
 	}

@@ -63,7 +63,7 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 func (r *shardReader) positionFix() string {
 	where, flags := r.s.in.conf.Coordination.store()
 	_, lease := r.s.in.conf.Coordination.(*leaseConfig)
-	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", where, checkpoint.SetCommand(flags, r.s.name, r.info.id, lease))
+	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", where, checkpoint.SetCommand(flags, r.s.in.conf.commandFlags(r.s.arn), r.info.id, lease))
 }
 
 // stopOnPosition keeps the shard unread after its position proved out of

@@ -27,6 +27,7 @@ const (
 	fCredToken              = "token"
 	fCredRole               = "role"
 	fCredRoleExternalID     = "role_external_id"
+	fCredFromInput          = "from_input"
 	fReader                 = "reader"
 	fStartFrom              = "start_from"
 	fStartTimestamp         = "start_timestamp"
@@ -81,23 +82,15 @@ const (
 )
 
 // credentialFields are the fields of credentials, the input's and the lease
-// table's. The table's have no defaults (optional), so that an absent
-// object tells from an empty one: absent means the input's credentials.
-func credentialFields(optional bool) []*service.ConfigField {
-	field := func(name, desc string) *service.ConfigField {
-		f := service.NewStringField(name).Description(desc)
-		if optional {
-			return f.Optional()
-		}
-		return f.Default("")
-	}
+// table's.
+func credentialFields() []*service.ConfigField {
 	return []*service.ConfigField{
-		field(fCredProfile, "A profile of the shared credentials file."),
-		field(fCredID, "A static access key id."),
-		field(fCredSecret, "The secret of the static access key.").Secret(),
-		field(fCredToken, "The session token of static temporary credentials.").Secret(),
-		field(fCredRole, "The ARN of a role to assume with the credentials above."),
-		field(fCredRoleExternalID, "The external id to present when assuming the role."),
+		service.NewStringField(fCredProfile).Description("A profile of the shared credentials file.").Default(""),
+		service.NewStringField(fCredID).Description("A static access key id.").Default(""),
+		service.NewStringField(fCredSecret).Description("The secret of the static access key.").Default("").Secret(),
+		service.NewStringField(fCredToken).Description("The session token of static temporary credentials.").Default("").Secret(),
+		service.NewStringField(fCredRole).Description("The ARN of a role to assume with the credentials above.").Default(""),
+		service.NewStringField(fCredRoleExternalID).Description("The external id to present when assuming the role.").Default(""),
 	}
 }
 
@@ -199,7 +192,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewTLSToggledField(fTLS).
 				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
 				Advanced(),
-			service.NewObjectField(fCredentials, credentialFields(false)...).
+			service.NewObjectField(fCredentials, credentialFields()...).
 				Description("Credentials. Without static ones the standard AWS SDK chain applies: environment, shared profile, web identity, container and instance roles.").
 				Advanced(),
 			service.NewStringAnnotatedEnumField(fReader, map[string]string{
@@ -281,7 +274,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Description("Create the table (on-demand billing, hash key `leaseKey`) if it does not exist, and wait until it is ACTIVE.").
 						Default(false),
 					service.NewStringField(fDynamoGroup).
-						Description("The group of pipelines these instances belong to, like a Kafka consumer group: instances of one group share each stream's shards between them, and every group reads every record of the stream. Several pipelines (say an archiver and an indexer) can keep their leases in one table, each with its own group; their leases never meet. Empty: the table is the group. Instances of one group should run the same pipeline: one whose config differs from another's (input, buffer, pipeline, output or resources; instance ids aside) is reported with a warning naming both and the gauge kinesis_group_config_mismatch, as two pipelines in one group each see only part of the stream. 1 to 128 of a-z, A-Z, 0-9, '_', '-', '.'.").
+						Description("The group of pipelines these instances belong to, like a Kafka consumer group: instances of one group share each stream's shards between them, and every group reads every record of the stream. Several pipelines (say an archiver and an indexer) can keep their leases in one table, each with its own group; their leases never meet. Empty: the table is the group. Instances of one group should run the same pipeline: in the benthos-kinesis binary, one whose main config differs from another's (its input, buffer, pipeline, output or resources sections, instance ids aside; resource files of `-r` are not compared) is reported with a warning naming both and the gauge kinesis_group_config_mismatch, as two pipelines in one group each see only part of the stream. Each instance reads the whole table every lease cycle, so groups share its read cost: a table of many large groups costs as much to scan as their shards together. By fan-out, give each group its own `efo.consumer_name`. 1 to 128 of a-z, A-Z, 0-9, '_', '-', '.'.").
 						Default("").
 						Example("archiver").
 						LintRule(`root = if this != "" && !this.re_match("`+groupPattern+`") { [ "field checkpoint.dynamodb.group: %v: `+groupExpected+`".format(this) ] }`),
@@ -291,9 +284,11 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Example("eu-west-1").
 						LintRule(regionLint(fCheckpoint+"."+fDynamo+"."+fDynamoRegion)).
 						Advanced(),
-					service.NewObjectField(fCredentials, credentialFields(true)...).
-						Description("The credentials of the table's calls, when the table lives in another account than the stream (say the stream is another team's and the table is yours). Absent: the input's `credentials`. Present, even empty (`credentials: {}`), it replaces them whole: fields left unset mean the standard AWS SDK chain (environment, shared profile, web identity, container and instance roles), so `{}` gives the table the instance's own identity while the input assumes a role to read the stream.").
-						Optional().
+					service.NewObjectField(fCredentials, append(credentialFields(),
+						service.NewBoolField(fCredFromInput).
+							Description("Start from the input's `credentials`: the fields set here replace theirs (a `profile` or an `id` the input's profile and static keys; a `role` the input's role and external id). false: start from the standard AWS SDK chain (environment, shared profile, web identity, container and instance roles), so that the table is reached as the instance itself while the input assumes a role of the stream's account.").
+							Default(true))...).
+						Description("The credentials of the table's calls, when the table lives in another account than the stream (say the stream is another team's and the table is yours). Unset: the input's `credentials`.").
 						Advanced(),
 					service.NewURLField(fDynamoEndpoint).
 						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Its tls settings are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
@@ -401,14 +396,15 @@ func enumLint(field string, options ...string) string {
 		strings.Join(quoted, ", "), field, strings.Join(options, ", "))
 }
 
-// endpointLint is the lint rule of an endpoint URL field: http or https,
-// with a host. The value it names has the password of its user information
-// replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
-// with a password).
+// regionLint is the lint rule of a region field: AWS's form of a region.
 func regionLint(field string) string {
 	return `root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field ` + field + `: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`
 }
 
+// endpointLint is the lint rule of an endpoint URL field: http or https,
+// with a host. The value it names has the password of its user information
+// replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
+// with a password).
 func endpointLint(field string) string {
 	return fmt.Sprintf(`root = if this != "" && !this.re_match("^https?://[^/?#\\s]+([/?#].*)?$") { [ "field %s: %%v: expected an http or https URL such as http://127.0.0.1:4568".format(this.re_replace_all("://[^/?#@]*@", "://xxxxx@")) ] }`, field)
 }

@@ -134,7 +134,8 @@ func (s *streamReader) load(ctx context.Context) error {
 	s.coord = s.in.coord.Stream(coord.Stream{
 		Name: s.name, ARN: s.arn, Created: s.created,
 		StartFor: s.firstStartFor, RestartsFrom: s.restartsFrom(),
-		Log: s.in.log, Metrics: s.in.metrics.coord,
+		CommandFlags: s.in.conf.commandFlags(s.arn),
+		Log:          s.in.log, Metrics: s.in.metrics.coord,
 	}, s.pos)
 	first, err := s.coord.Load(ctx)
 	if err != nil {
@@ -160,7 +161,11 @@ func (s *streamReader) loaded(first coord.FirstPin) {
 		if st, err := first.Start.ToShard(); err == nil {
 			from = st.String()
 		}
-		s.in.log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)", s.name, where, from, s.in.conf.StartFrom)
+		group := ""
+		if l, ok := s.in.conf.Coordination.(*leaseConfig); ok && l.Group != "" {
+			group = fmt.Sprintf("; a group reads from its own checkpoints only, not those of another group or of no group (`benthos-kinesis checkpoint show --table %s [--group G]` lists them, `checkpoint set` moves a shard)", checkpoint.ShellQuote(l.Table))
+		}
+		s.in.log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)%s", s.name, where, from, s.in.conf.StartFrom, group)
 		return
 	}
 	s.in.log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)

@@ -70,7 +70,7 @@ func checkpointCommand() *cli.Command {
 				"Shards the table does not mention are read from their beginning.",
 			Flags: append(append(streamFlags(), storeFlags()...),
 				&cli.StringFlag{Name: "from", Usage: "the layout of --from-table: aws_kinesis or kcl (required)", Required: true},
-				&cli.StringFlag{Name: "from-table", Usage: "the DynamoDB table to import from (required)", Required: true},
+				&cli.StringFlag{Name: "from-table", Usage: "the DynamoDB table to import from, reached with the stream's --region, --profile and --role (required)", Required: true},
 				&cli.StringFlag{Name: "from-dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --from-table (default: --dynamodb-endpoint)"},
 				&cli.StringFlag{Name: "from-stream-id", Usage: "aws_kinesis: the StreamID of the stream's items (default: the stream's name, else its ARN)"},
 				&cli.DurationFlag{Name: "kcl-failover-time", Usage: "kcl: the application's failoverTimeMillis: a lease whose leaseCounter moves within it has a live owner, and the import is refused (see --force)", Value: 10 * time.Second},

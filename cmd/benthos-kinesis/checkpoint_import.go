@@ -42,12 +42,9 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	if endpoint == "" {
 		endpoint = c.String("dynamodb-endpoint")
 	}
-	// The table imported from is reached as the lease table is.
-	cfg, err := tableConfig(ctx, c, t)
-	if err != nil {
-		return err
-	}
-	items, err := scanAll(ctx, awsclient.DynamoDB(cfg, endpoint), table)
+	// The table imported from (a KCL application's, another input's) is
+	// reached as the stream is: it is usually the stream's neighbour.
+	items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
 	if err != nil {
 		return err
 	}
@@ -68,7 +65,7 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 		got, looked, err = fromKCL(items, t, initial, time.Now())
 		if err == nil {
 			err = kclLive(ctx, got, func() (map[string]imported, error) {
-				items, err := scanAll(ctx, awsclient.DynamoDB(cfg, endpoint), table)
+				items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
 				if err != nil {
 					return nil, err
 				}

@@ -207,7 +207,7 @@ func TestBrokenLeaseItemsAreReportedShownAndSet(t *testing.T) {
 			found := false
 			for _, l := range strings.Split(string(log), "\n") {
 				if strings.Contains(l, fmt.Sprintf("shard shardId-%012d: not read", i)) && strings.Contains(l, attr) &&
-					strings.Contains(l, "level=error") && strings.Contains(l, "checkpoint set --table leases --stream orders") {
+					strings.Contains(l, "level=error") && strings.Contains(l, "checkpoint set --table leases --dynamodb-endpoint "+d.Endpoint+" --stream "+arn+" --endpoint "+srv.Endpoint()+" --shard ") {
 					found = true
 				}
 			}

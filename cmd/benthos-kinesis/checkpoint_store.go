@@ -85,9 +85,10 @@ func storeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --table (checkpoint.dynamodb.endpoint)"},
 		&cli.StringFlag{Name: "group", Usage: "with --table: the group of pipelines (checkpoint.dynamodb.group; default: none, the table is the group)"},
 		&cli.StringFlag{Name: "dynamodb-region", Usage: "with --table: the table's region when it is not the stream's (checkpoint.dynamodb.region)"},
-		&cli.StringFlag{Name: "dynamodb-profile", Usage: "with --table: a profile of the shared AWS config for the table, instead of --profile and --role (checkpoint.dynamodb.credentials)"},
+		&cli.StringFlag{Name: "dynamodb-profile", Usage: "with --table: a profile of the shared AWS config for the table, instead of --profile (checkpoint.dynamodb.credentials.profile)"},
 		&cli.StringFlag{Name: "dynamodb-role", Usage: "with --table: the ARN of a role to assume for the table, instead of --role (checkpoint.dynamodb.credentials.role)"},
-		&cli.StringFlag{Name: "dynamodb-role-external-id", Usage: "with --table: the external id to present when assuming --dynamodb-role"},
+		&cli.StringFlag{Name: "dynamodb-role-external-id", Usage: "with --dynamodb-role: the external id to present when assuming it"},
+		&cli.BoolFlag{Name: "dynamodb-credentials-from-stream", Value: true, Usage: "with --table: start from the stream's --profile and --role; false: from the AWS SDK's chain (checkpoint.dynamodb.credentials.from_input)"},
 	}
 }
 
@@ -107,24 +108,31 @@ func storeTable(ctx context.Context, c *cli.Context, t streamTarget, create bool
 }
 
 // tableConfig is the AWS configuration of the lease table's calls: the
-// stream's, with the region and credentials of the --dynamodb-* flags
-// where they are given. A profile or role given for the table replaces the
-// stream's profile and role whole, as checkpoint.dynamodb.credentials does.
+// stream's, with the --dynamodb-* flags over it as checkpoint.dynamodb's
+// region and credentials are over the input's: --dynamodb-profile replaces
+// --profile, --dynamodb-role replaces --role, and
+// --dynamodb-credentials-from-stream=false starts from the SDK's chain.
 func tableConfig(ctx context.Context, c *cli.Context, t streamTarget) (aws.Config, error) {
-	region, profile, role := c.String("dynamodb-region"), c.String("dynamodb-profile"), c.String("dynamodb-role")
-	if region == "" && profile == "" && role == "" {
-		if c.String("dynamodb-role-external-id") != "" {
-			return aws.Config{}, errors.New("--dynamodb-role-external-id needs --dynamodb-role")
-		}
+	region, profile, role, external := c.String("dynamodb-region"), c.String("dynamodb-profile"), c.String("dynamodb-role"), c.String("dynamodb-role-external-id")
+	fromStream := c.Bool("dynamodb-credentials-from-stream")
+	if external != "" && role == "" {
+		return aws.Config{}, errors.New("--dynamodb-role-external-id needs --dynamodb-role")
+	}
+	if region == "" && profile == "" && role == "" && fromStream {
 		return t.cfg, nil
 	}
 	set := t.set
 	if region != "" {
 		set.Region = region
 	}
-	if profile != "" || role != "" {
-		set.Profile, set.Role, set.RoleExternalID = profile, role, c.String("dynamodb-role-external-id")
-		set.ID, set.Secret, set.Token = "", "", ""
+	if !fromStream {
+		set.Profile, set.ID, set.Secret, set.Token, set.Role, set.RoleExternalID = "", "", "", "", "", ""
+	}
+	if profile != "" {
+		set.Profile, set.ID, set.Secret, set.Token = profile, "", "", ""
+	}
+	if role != "" {
+		set.Role, set.RoleExternalID = role, external
 	}
 	cfg, err := awsclient.Load(ctx, set)
 	if err != nil {
@@ -136,6 +144,9 @@ func tableConfig(ctx context.Context, c *cli.Context, t streamTarget) (aws.Confi
 // storeName says which store the flags name, for messages.
 func storeName(c *cli.Context) string {
 	if t := c.String("table"); t != "" {
+		if g := c.String("group"); g != "" {
+			return "lease table " + t + " group " + g
+		}
 		return "lease table " + t
 	}
 	return "checkpoint directory " + c.String("dir")
@@ -150,8 +161,8 @@ func checkStoreFlags(c *cli.Context) error {
 		return errors.New("give the store: --dir (checkpoint.dir) or --table (checkpoint.dynamodb.table)")
 	}
 	if dir != "" {
-		for _, f := range []string{"group", "dynamodb-region", "dynamodb-profile", "dynamodb-role", "dynamodb-role-external-id"} {
-			if c.String(f) != "" {
+		for _, f := range []string{"group", "dynamodb-region", "dynamodb-profile", "dynamodb-role", "dynamodb-role-external-id", "dynamodb-credentials-from-stream"} {
+			if c.IsSet(f) {
 				return fmt.Errorf("--%s applies to --table only: the local store of --dir has no groups and is no DynamoDB table", f)
 			}
 		}

@@ -164,4 +164,27 @@ logger: { level: info }
 	if want := "AKIDSTREAM " + srv.Region() + " kinesis"; len(stream) != 1 || stream[want] == 0 {
 		t.Errorf("Kinesis calls signed %v; want all by the input's %q", stream, want)
 	}
+
+	// The checkpoint commands reach the table the same way, by their
+	// --dynamodb-* flags: the role assumed with the command's own keys.
+	before := ddb.Signers()["ASIATABLEROLE eu-west-1 dynamodb"]
+	show := exec.Command(bin, "checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca,
+		"--table", "leases", "--dynamodb-endpoint", ddb.Endpoint, "--dynamodb-region", "eu-west-1", "--dynamodb-role", role, "--json")
+	show.Env = append(os.Environ(), "AWS_ENDPOINT_URL_STS="+stsURL, "AWS_ACCESS_KEY_ID=AKIDCLI", "AWS_SECRET_ACCESS_KEY=cli-secret",
+		"AWS_REGION="+srv.Region(), "AWS_EC2_METADATA_DISABLED=true")
+	if out, err := show.CombinedOutput(); err != nil || strings.Count(string(out), `"shard":`) != 2 {
+		t.Fatalf("checkpoint show with the table's region and role: %v\n%s", err, out)
+	}
+	if n := ddb.Signers()["ASIATABLEROLE eu-west-1 dynamodb"]; n <= before {
+		t.Errorf("checkpoint show made no call to the table as the role in eu-west-1: %v", ddb.Signers())
+	}
+	if stsCalls.get()["AKIDCLI eu-west-1 sts"] == 0 {
+		t.Errorf("checkpoint show did not assume the role with its own keys in eu-west-1: %v", stsCalls.get())
+	}
+	lone := exec.Command(bin, "checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca,
+		"--table", "leases", "--dynamodb-endpoint", ddb.Endpoint, "--dynamodb-role-external-id", "x")
+	lone.Env = show.Env
+	if out, err := lone.CombinedOutput(); err == nil || !strings.Contains(string(out), "--dynamodb-role-external-id needs --dynamodb-role") {
+		t.Errorf("an external id without a role: %v\n%s", err, out)
+	}
 }

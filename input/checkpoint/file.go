@@ -192,7 +192,7 @@ func readFile(path, streamARN string) (Stream, error) {
 	for id, cp := range doc.Shards {
 		if err := cp.Validate(); err != nil {
 			cp.Broken = fmt.Errorf("checkpoint file %q, shard %s: %w: the shard is not read until its checkpoint is set again: %s",
-				path, id, err, SetCommand(DirFlags(filepath.Dir(path)), streamARN, id, false))
+				path, id, err, SetCommand(DirFlags(filepath.Dir(path)), StreamFlags(streamARN), id, false))
 			doc.Shards[id] = cp
 		}
 	}

@@ -137,6 +137,19 @@ type Stream struct {
 	StartFor func(recreated bool) checkpoint.Start
 	// RestartsFrom says where a stream found created again is read from.
 	RestartsFrom string
+	// CommandFlags point the checkpoint command at the stream and at how
+	// to reach it (checkpoint.StreamFlags), for the fixes messages name;
+	// empty: its name alone (see StreamFlags).
+	CommandFlags string
 	Log          *service.Logger
 	Metrics      *Metrics
+}
+
+// StreamFlags point the checkpoint command at the stream: CommandFlags, or
+// its name.
+func (s Stream) StreamFlags() string {
+	if s.CommandFlags != "" {
+		return s.CommandFlags
+	}
+	return checkpoint.StreamFlags(s.Name)
 }

@@ -132,7 +132,7 @@ func (c *localCoordinator) fix(shardID string) string {
 		path := f.Path(c.st.ARN)
 		dir, where = filepath.Dir(path), fmt.Sprintf("checkpoint file %q", path)
 	}
-	return fmt.Sprintf("it is stored in %s: %s", where, checkpoint.SetCommand(checkpoint.DirFlags(dir), c.st.Name, shardID, false))
+	return fmt.Sprintf("it is stored in %s: %s", where, checkpoint.SetCommand(checkpoint.DirFlags(dir), c.st.StreamFlags(), shardID, false))
 }
 
 func (c *localCoordinator) Prune(listed map[string]Shard) []string {

@@ -278,10 +278,13 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence
 		attrKey: str(key), attrKind: str(kindWorker), attrStream: str(streamARN), attrOwner: str(me),
 		attrCounter: num(n + 1), attrNonce: str(p.Nonce), attrLoads: encodeLoads(p.Loads),
 	}
+	var remove []string
 	if p.Config != nil {
 		set[attrConfig] = encodeConfig(p.Config)
+	} else {
+		remove = append(remove, attrConfig)
 	}
-	m.items[key] = update(item, set)
+	m.items[key] = update(item, set, remove...)
 	return nil
 }
 

@@ -592,9 +592,12 @@ func (t *Table) Heartbeat(ctx context.Context, streamARN, me string, p Presence,
 		":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(p.Nonce),
 		":loads": encodeLoads(p.Loads),
 	}
+	names["#cf"] = attrConfig
 	if p.Config != nil {
 		set += ", #cf = :config"
-		names["#cf"], values[":config"] = attrConfig, encodeConfig(p.Config)
+		values[":config"] = encodeConfig(p.Config)
+	} else {
+		set += " REMOVE #cf" // a digest of a config that no longer runs would mislead
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),

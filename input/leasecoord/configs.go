@@ -1,6 +1,7 @@
 package leasecoord
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -14,15 +15,18 @@ import (
 // instances with its own, sets kinesis_group_config_mismatch to the number
 // that differ, and says so when that set changes.
 
-// buildPart is the part of a digest that names the build that made it:
-// the other parts compare only between instances of one build, whose
-// defaults are the same (see input.digestConfig).
+// buildPart is the part of a digest that names the build that made it. It
+// is not compared: a pipeline is the same across a rolling upgrade, and a
+// copied config deployed later from a newer image is still a copy. It is
+// said, as a part that filled in defaults of another version may differ
+// by them.
 const buildPart = "build"
 
 // configMismatch is what differs from this instance's config.
 type configMismatch struct {
-	instances []string // the live instances whose config differs, sorted
-	parts     []string // the parts that differ in any of them, sorted
+	instances   []string // the live instances whose config differs, sorted
+	parts       []string // the parts that differ in any of them, sorted
+	otherBuilds []string // those of them of another build, sorted
 }
 
 func (m configMismatch) String() string {
@@ -30,7 +34,7 @@ func (m configMismatch) String() string {
 }
 
 // mismatched compares the configs of the live workers other than me with
-// mine. Workers that published none, or of another build, are left out.
+// mine. Workers that published none are left out.
 func mismatched(mine map[string]string, me string, workers []lease.Worker, live map[string]bool) configMismatch {
 	var out configMismatch
 	if mine == nil {
@@ -38,19 +42,23 @@ func mismatched(mine map[string]string, me string, workers []lease.Worker, live 
 	}
 	parts := map[string]bool{}
 	for _, w := range workers {
-		if w.ID == me || !live[w.ID] || w.Config == nil || w.Config[buildPart] != mine[buildPart] {
+		if w.ID == me || !live[w.ID] || w.Config == nil {
 			continue
 		}
 		differs := false
 		for _, p := range slices.Collect(maps.Keys(union(mine, w.Config))) {
-			if mine[p] != w.Config[p] {
+			if p != buildPart && mine[p] != w.Config[p] {
 				parts[p], differs = true, true
 			}
 		}
 		if differs {
 			out.instances = append(out.instances, w.ID)
+			if w.Config[buildPart] != mine[buildPart] {
+				out.otherBuilds = append(out.otherBuilds, w.ID)
+			}
 		}
 	}
+	slices.Sort(out.otherBuilds)
 	slices.Sort(out.instances)
 	out.parts = slices.Sorted(maps.Keys(parts))
 	return out
@@ -63,9 +71,13 @@ func union(a, b map[string]string) map[string]string {
 }
 
 // checkConfigs reports the live instances of the group that run another
-// config than this one: the gauge every cycle, a warning when the set
-// changes, and a note when it empties.
+// config than this one: the gauge every cycle (left unset by an instance
+// that has no digest to compare), a warning when the set changes, and a
+// note when it empties.
 func (c *leaseCoordinator) checkConfigs(workers []lease.Worker, live map[string]bool) {
+	if c.config == nil {
+		return
+	}
 	m := mismatched(c.config, c.me, workers, live)
 	c.st.Metrics.ConfigMismatch.Set(int64(len(m.instances)), c.st.Name)
 	report := ""
@@ -77,11 +89,15 @@ func (c *leaseCoordinator) checkConfigs(workers []lease.Worker, live map[string]
 	}
 	c.configReport = report
 	if report == "" {
-		c.st.Log.Infof("stream %s: every live instance of %s runs this instance's pipeline config again", c.st.Name, c.where())
+		c.st.Log.Infof("stream %s: no live instance of %s runs another pipeline config than this instance's now", c.st.Name, c.where())
 		return
 	}
-	c.st.Log.Warnf("stream %s: instances %s of %s run a pipeline config other than this instance's (%s): their %s differs. The instances of one group share the stream's shards, so each of two pipelines sees only part of the stream's records: give each pipeline its own checkpoint.dynamodb.group, or run one config in the group",
-		c.st.Name, strings.Join(m.instances, ", "), c.where(), c.me, strings.Join(m.parts, ", "))
+	builds := ""
+	if len(m.otherBuilds) > 0 {
+		builds = fmt.Sprintf(" (%s of another build of benthos-kinesis, whose defaults may differ)", strings.Join(m.otherBuilds, ", "))
+	}
+	c.st.Log.Warnf("stream %s: instances %s of %s run a pipeline config other than this instance's (%s): their %s differs%s. The instances of one group share the stream's shards, so each of two pipelines sees only part of the stream's records: give each pipeline its own checkpoint.dynamodb.group, or run one config in the group",
+		c.st.Name, strings.Join(m.instances, ", "), c.where(), c.me, strings.Join(m.parts, ", "), builds)
 }
 
 // where names the table and the group, for messages.

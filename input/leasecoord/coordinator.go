@@ -1,6 +1,7 @@
 package leasecoord
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -35,6 +36,10 @@ type Options struct {
 	// Group is the group of pipelines the instance belongs to (the table
 	// given to New is its part of the table, lease.Grouped), for messages.
 	Group string
+	// TableFlags point the checkpoint command at the table (its name,
+	// group, endpoint, region and credentials), for the fixes messages
+	// name.
+	TableFlags string
 	// Config is a digest of each part of the pipeline's config, published
 	// with every heartbeat and compared with the other instances' (see
 	// configs.go); nil: unknown, nothing is compared.
@@ -66,7 +71,7 @@ func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.
 
 func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *leaseCoordinator {
 	return &leaseCoordinator{
-		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce, group: c.conf.Group, config: c.conf.Config,
+		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce, group: c.conf.Group, config: c.conf.Config, tableFlags: cmp.Or(c.conf.TableFlags, checkpoint.TableFlags(c.table.Name(), c.conf.Group)),
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, byLoad: c.conf.ByLoad, pos: pos,
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
@@ -109,6 +114,8 @@ type leaseCoordinator struct {
 	me    string
 	nonce string
 	group string
+	// tableFlags point the checkpoint command at the table.
+	tableFlags string
 	// config is the digest of this instance's pipeline config; configReport
 	// the last mismatch reported (owned by the run loop).
 	config       map[string]string

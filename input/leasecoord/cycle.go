@@ -178,7 +178,7 @@ func (c *leaseCoordinator) reportBroken(sc lease.Scan, now time.Time) {
 			continue
 		}
 		c.st.Log.Errorf("stream %s shard %s: not read: %v: set the shard again with %s; it replaces the shard's item and deletes any second one",
-			c.st.Name, it.ShardID, it.Err, checkpoint.SetCommand(checkpoint.TableFlags(c.table.Name(), c.group), c.st.Name, it.ShardID, true))
+			c.st.Name, it.ShardID, it.Err, checkpoint.SetCommand(c.tableFlags, c.st.StreamFlags(), it.ShardID, true))
 	}
 	c.st.Metrics.BrokenCheckpoints.Set(int64(c.broken.shards()), c.st.Name)
 }
