@@ -463,8 +463,10 @@ func TestReadWatchdog(t *testing.T) {
 	// Long enough that a live subscription's answer and heartbeats always
 	// come within it on a loaded machine: at 300 ms, with the package's other
 	// tests running, a replacement call once got its answer too late and
-	// was given up eight more times.
-	const watchdog = time.Second
+	// was given up eight more times; at 1 s, the whole suite under -race on
+	// two cores once starved the live subscription's heartbeats (every
+	// 50 ms) for longer.
+	const watchdog = 2 * time.Second
 	t.Run("silent subscription", func(t *testing.T) {
 		t.Parallel()
 		f := newFanout(t, 1, nil, kinesisfake.SubscriptionHeartbeat(50*time.Millisecond))
@@ -473,18 +475,18 @@ func TestReadWatchdog(t *testing.T) {
 		fails := &failures{}
 		p := f.publisher(fails, func(o *efo.Options) { o.Watchdog = watchdog })
 
-		ctx, cancel := context.WithTimeout(t.Context(), failBound)
+		ctx, cancel := context.WithTimeout(t.Context(), failBound+3*watchdog)
 		defer cancel()
 		r := &reading{}
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() { done <- p.Read(ctx, shard0, shard.Start{Kind: shard.TrimHorizon}, r.deliver) }()
 		if !waitFor(ctx, func() bool { return r.count() >= 20 }) {
-			t.Fatalf("%d of 20 records within %v: the silent subscription was not replaced", r.count(), failBound)
+			t.Fatalf("%d of 20 records within %v: the silent subscription was not replaced", r.count(), failBound+3*watchdog)
 		}
 		took := time.Since(start)
-		// Three watchdog periods of a quiet but live subscription.
-		time.Sleep(3 * watchdog)
+		// Two watchdog periods of a quiet but live subscription.
+		time.Sleep(2 * watchdog)
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Read returned %v, want the test's cancellation", err)
