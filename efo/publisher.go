@@ -470,7 +470,7 @@ func (r *reader) failed(ctx context.Context, err error) error {
 		if awserr.Is(err, "ResourceInUseException") {
 			r.inUse++
 			if r.inUse%inUseWarnEvery == 0 {
-				r.opts.Logger.Warnf("shard %s: %d subscriptions in a row refused as in use: is another process subscribed to this shard with consumer %s?", r.shardID, r.inUse, r.consumer)
+				r.opts.Logger.Warnf("shard %s: %d subscriptions in a row refused as in use: is another process subscribed to this shard with consumer %s (another pipeline, or another lease group, with the same efo.consumer_name: a consumer serves one subscription per shard)?", r.shardID, r.inUse, r.consumer)
 			} else {
 				r.opts.Logger.Debugf("shard %s: subscription still held elsewhere (hand-over), retrying: %v", r.shardID, err)
 			}
