@@ -114,7 +114,7 @@ func TestDecodeAsTheSDK(t *testing.T) {
 // TestDecodeOwnsItsMemory: the result does not alias the document, which
 // the caller reuses.
 func TestDecodeOwnsItsMemory(t *testing.T) {
-	body := []byte(`{"Records":[{"Data":"aGVsbG8=","PartitionKey":"pk","SequenceNumber":"1"}],"MillisBehindLatest":0,"NextShardIterator":"it"}`)
+	body := []byte(`{"Records":[{"Data":"aGVsbG8=","PartitionKey":"p\u006b","SequenceNumber":"1"}],"MillisBehindLatest":0,"NextShardIterator":"it","ContinuationSequenceNumber":"2","ChildShards":[{"ShardId":"s1","ParentShards":["s0"],"HashKeyRange":{"StartingHashKey":"0","EndingHashKey":"9"}}]}`)
 	got, err := Decode(body)
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +123,11 @@ func TestDecodeOwnsItsMemory(t *testing.T) {
 		body[i] = 'x'
 	}
 	r := got.Records[0]
-	if string(r.Data) != "hello" || *r.PartitionKey != "pk" || *r.SequenceNumber != "1" || *got.NextShardIterator != "it" {
-		t.Fatalf("the result changed with the document: %q %q %q %q", r.Data, *r.PartitionKey, *r.SequenceNumber, *got.NextShardIterator)
+	if string(r.Data) != "hello" || *r.PartitionKey != "pk" || *r.SequenceNumber != "1" || *got.NextShardIterator != "it" || *got.ContinuationSequenceNumber != "2" {
+		t.Fatalf("the result changed with the document: %q %q %q %q %q", r.Data, *r.PartitionKey, *r.SequenceNumber, *got.NextShardIterator, *got.ContinuationSequenceNumber)
+	}
+	if c := got.ChildShards; len(c) != 1 || *c[0].ShardId != "s1" || c[0].ParentShards[0] != "s0" || *c[0].HashKeyRange.EndingHashKey != "9" {
+		t.Fatalf("the child shards changed with the document: %+v", c)
 	}
 	if cap(r.Data) != len(r.Data) {
 		t.Fatalf("a record's data has room to grow into the next one's (cap %d, len %d)", cap(r.Data), len(r.Data))
