@@ -58,7 +58,7 @@ func checkpointCommand() *cli.Command {
 			Action: streamAction(setCheckpoints),
 		}, {
 			Name:  "import",
-			Usage: "Import the positions of an aws_kinesis checkpoint table or a KCL lease table",
+			Usage: "Import the positions of an aws_kinesis checkpoint table, a KCL lease table or a group of a lease table of this input",
 			Description: "Reads the positions another consumer of the stream stored, and writes them to\n" +
 				"--dir or --table, so that the next run reads on after them: nothing lost, nothing\n" +
 				"read twice. Stop the other consumer first.\n\n" +
@@ -67,9 +67,13 @@ func checkpointCommand() *cli.Command {
 				"it has read the shard to its end, so a closed shard without one is taken as read.\n" +
 				"--from kcl: the lease table of a KCL 1.x or 2.x application (its application name;\n" +
 				"leaseKey a shard id, or account:stream:epoch:shard in multi-stream mode).\n" +
+				"--from benthos-kinesis: a lease table of this input (checkpoint.dynamodb.table), the\n" +
+				"group --from-group of it (default: no group): to start a new group, or another table,\n" +
+				"where another left off.\n" +
 				"Shards the table does not mention are read from their beginning.",
 			Flags: append(append(streamFlags(), storeFlags()...),
-				&cli.StringFlag{Name: "from", Usage: "the layout of --from-table: aws_kinesis or kcl (required)", Required: true},
+				&cli.StringFlag{Name: "from", Usage: "the layout of --from-table: aws_kinesis, kcl or benthos-kinesis (required)", Required: true},
+				&cli.StringFlag{Name: "from-group", Usage: "benthos-kinesis: the group of --from-table to import from (default: none, the table's items of no group)"},
 				&cli.StringFlag{Name: "from-table", Usage: "the DynamoDB table to import from, reached with the stream's --region, --profile and --role (required)", Required: true},
 				&cli.StringFlag{Name: "from-dynamodb-endpoint", Usage: "a custom DynamoDB endpoint URL for --from-table (default: --dynamodb-endpoint)"},
 				&cli.StringFlag{Name: "from-stream-id", Usage: "aws_kinesis: the StreamID of the stream's items (default: the stream's name, else its ARN)"},

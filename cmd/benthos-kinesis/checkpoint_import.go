@@ -35,8 +35,16 @@ type imported struct {
 // importCheckpoints is `checkpoint import`.
 func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
 	from, table := c.String("from"), c.String("from-table")
-	if from != "aws_kinesis" && from != "kcl" {
-		return fmt.Errorf("--from %q: expected aws_kinesis or kcl", from)
+	if from != "aws_kinesis" && from != "kcl" && from != fromOwnTable {
+		return fmt.Errorf("--from %q: expected aws_kinesis, kcl or %s", from, fromOwnTable)
+	}
+	if g := c.String("from-group"); g != "" {
+		if from != fromOwnTable {
+			return fmt.Errorf("--from-group applies to --from %s only", fromOwnTable)
+		}
+		if err := lease.CheckGroup(g); err != nil {
+			return fmt.Errorf("--from-group %q: %w", g, err)
+		}
 	}
 	endpoint := c.String("from-dynamodb-endpoint")
 	if endpoint == "" {
@@ -44,13 +52,18 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	}
 	// The table imported from (a KCL application's, another input's) is
 	// reached as the stream is: it is usually the stream's neighbour.
-	items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
-	if err != nil {
-		return err
+	var items []map[string]types.AttributeValue
+	var err error
+	if from != fromOwnTable {
+		if items, err = scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table); err != nil {
+			return err
+		}
 	}
 	var got map[string]imported
 	var looked string
 	switch from {
+	case fromOwnTable:
+		got, looked, err = fromLeaseGroup(ctx, awsclient.DynamoDB(t.cfg, endpoint), table, c.String("from-group"), t)
 	case "aws_kinesis":
 		got, looked, err = fromAWSKinesis(items, t, c.String("from-stream-id"), time.Now())
 	case "kcl":
@@ -76,6 +89,9 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	}
 	if err != nil {
 		return fmt.Errorf("--from-table %s: %w", table, err)
+	}
+	if len(got) == 0 && from == fromOwnTable {
+		return fmt.Errorf("--from-table %s holds no position of stream %s (%s)", table, t.streamARN, looked)
 	}
 	if len(got) == 0 {
 		return fmt.Errorf("--from-table %s holds no position of stream %s (%d items, none with %s)", table, t.streamARN, len(items), looked)
@@ -130,6 +146,45 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 		rows = append(rows, rowOf(id, cp))
 	}
 	return printRows(t, rows, false)
+}
+
+// fromOwnTable is --from for a lease table of this input.
+const fromOwnTable = "benthos-kinesis"
+
+// fromLeaseGroup reads the positions a group of a lease table of this input
+// holds for the stream (the default group when group is empty). A lease
+// someone holds is a consumer still reading, refused unless --force; a
+// shard whose item cannot be read is refused, as the input would not read
+// it either.
+func fromLeaseGroup(ctx context.Context, api *dynamodb.Client, table, group string, t streamTarget) (map[string]imported, string, error) {
+	tb, err := lease.Open(ctx, api, table, false)
+	if err != nil {
+		return nil, "", err
+	}
+	sc, err := lease.Grouped(tb, group).ScanConsistent(ctx, t.streamARN)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(sc.Broken) > 0 {
+		var errs []error
+		for _, b := range sc.Broken {
+			errs = append(errs, b.Err)
+		}
+		return nil, "", fmt.Errorf("items it holds cannot be read (set them with checkpoint set first): %w", errors.Join(errs...))
+	}
+	out := map[string]imported{}
+	for _, it := range sc.Shards {
+		im := imported{cp: it.Checkpoint}
+		if it.Owner != "" {
+			im.holder = "leased by instance " + it.Owner
+		}
+		out[it.ShardID] = im
+	}
+	looked := "no item of the stream"
+	if group != "" {
+		looked += " in group " + group
+	}
+	return out, looked, nil
 }
 
 // importPlan decides every listed shard's checkpoint from what the other

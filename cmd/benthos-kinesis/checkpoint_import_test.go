@@ -166,10 +166,57 @@ func TestCheckpointImport(t *testing.T) {
 		}
 	})
 
+	t.Run("a group of this input into another", func(t *testing.T) {
+		t.Parallel()
+		tb, err := lease.Open(t.Context(), ddb, "shared", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arn := srv.StreamARN("orders")
+		at := func(seq string) checkpoint.Checkpoint {
+			return checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Position: &checkpoint.Position{Sequence: seq}}
+		}
+		// The pipeline of no group read shard 0 to its end, shard 1 to
+		// a1-4 (and still holds it), shard 2 to p2-2; shard 3 not yet.
+		for id, cp := range map[string]checkpoint.Checkpoint{
+			s0: {Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true}, s1: at(seqs["a1-4"]), s2: at(seqs["p2-2"]),
+		} {
+			it, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: id, Checkpoint: cp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id == s1 {
+				if _, err := tb.Take(t.Context(), it, "old-1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		args := []string{"--table", "shared", "--group", "indexer", "--from", "benthos-kinesis", "--from-table", "shared"}
+		if out, err := importCmd(args...); err == nil || !strings.Contains(out, "leased by instance old-1") {
+			t.Fatalf("import while the group of no group still holds a lease: %v\n%s", err, out)
+		}
+		if out, err := importCmd(append(args, "--from-group", "nobody", "--force")...); err == nil || !strings.Contains(out, "no item of the stream in group nobody") {
+			t.Fatalf("import from an empty group: %v\n%s", err, out)
+		}
+		out, err := importCmd(append(args, "--force")...)
+		if err != nil || !strings.Contains(out, "Imported the positions of 3 shards") || !strings.Contains(out, "read from their beginning: "+s3) {
+			t.Fatalf("import --force: %v\n%s", err, out)
+		}
+		want := append(append(append(append(names("a1", 5, 9), names("b1", 0, 9)...), names("g2", 0, 3)...), names("q2", 0, 2)...), names("k3", 0, 9)...)
+		p := startPipeline(t, bin, srv, ca, "dynamodb: { table: shared, group: indexer, endpoint: '"+d.Endpoint+"', lease_period: 2s }", "group-run")
+		if got := datas(p.stopAfter(len(want))); !sameSet(got, want) {
+			t.Fatalf("the new group read %v, want exactly %v", got, want)
+		}
+		// The group of no group kept its own leases.
+		if it, _, err := tb.Get(t.Context(), arn, s1); err != nil || it.Owner != "old-1" || it.Checkpoint.Position.Sequence != seqs["a1-4"] {
+			t.Fatalf("the source's shard 1: %+v, %v; want it as it was", it, err)
+		}
+	})
+
 	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "kcl", "--from-table", "missing"); err == nil || !strings.Contains(out, "--from-table missing does not exist") {
 		t.Fatalf("import from a missing table: %v\n%s", err, out)
 	}
-	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "flink", "--from-table", "connect-checkpoints"); err == nil || !strings.Contains(out, `--from "flink": expected aws_kinesis or kcl`) {
+	if out, err := importCmd("--dir", filepath.Join(dir, "x"), "--from", "flink", "--from-table", "connect-checkpoints"); err == nil || !strings.Contains(out, `--from "flink": expected aws_kinesis, kcl or benthos-kinesis`) {
 		t.Fatalf("import from an unknown layout: %v\n%s", err, out)
 	}
 }
