@@ -143,8 +143,13 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 	return r, nil
 }
 
+// fetchClient bounds each fetch from a child (its profiles, its metrics):
+// a hung child fails the fetch instead of stalling the bench. A CPU
+// profile takes its seconds plus this.
+var fetchClient = &http.Client{Timeout: 30 * time.Second}
+
 func fetch(url string) ([]byte, error) {
-	resp, err := http.Get(url)
+	resp, err := fetchClient.Get(url)
 	if err != nil {
 		return nil, err
 	}

@@ -26,15 +26,15 @@ var rows = []row{
 	{"Lag", []panel{
 		graph("Lag per stream", "ms", "The most behind of each stream's shards, over every instance (kinesis_stream_millis_behind_latest): how far the fleet is from the tip. The KEDA and HPA examples of config/deploy/autoscaling scale on it.",
 			q(maxBy(streamMillisBehind.now(), "stream"), "{{stream}}")),
-		graph("Lag per shard", "ms", "How far each shard's reader is from the tip (kinesis_millis_behind_latest), as the instance reading it reports; an instance that no longer reads a shard reports 0 for it.",
+		graph("Lag per shard", "ms", "How far each shard's reader is from the tip (kinesis_millis_behind_latest), as the instance reading it reports at each read: a shard that stopped (Stopped shards) or waits on a stalled output keeps its last value while it falls behind. An instance that no longer reads a shard reports 0 for it.",
 			q(maxBy(millisBehind.now(), "stream", "shard"), "{{stream}} {{shard}}")),
 	}},
 	{"Throughput", []panel{
-		graph("Records read /s per stream", "short", "Records read from Kinesis (kinesis_records_read), user records of KPL aggregates counted one by one.",
+		graph("Records read /s per stream", "short", "Kinesis records read (kinesis_records_read): a KPL aggregate counts once, however many user records it holds (Benthos' input_received counts messages).",
 			q(sumBy(rate(recordsRead), "stream"), "{{stream}}")),
 		graph("Records read /s per instance", "short", "Records read by each instance (kinesis_records_read): the lease table spreads shards, not records, so a busy shard weighs on its reader.",
 			q(sumBy(rate(recordsRead), perInstance...), "{{pod}} {{instance}}")),
-		graph("Bytes read /s per stream", "binBps", "Record data read from Kinesis (kinesis_bytes_read); a shard serves at most 2 MiB/s to each reader.",
+		graph("Bytes read /s per stream", "binBps", "Record data read from Kinesis (kinesis_bytes_read); a shard serves at most 2 MiB/s to each fan-out consumer, and 2 MiB/s shared by every polling reader.",
 			q(sumBy(rate(bytesRead), "stream"), "{{stream}}")),
 	}},
 	{"Leases", []panel{
@@ -69,7 +69,7 @@ var rows = []row{
 	{"Acknowledgements and memory", []panel{
 		graph("Records past the checkpoint", "short", "Records read past each stream's checkpoints (kinesis_records_past_checkpoint): all of them would be read again after a crash.",
 			q(sumBy(pastCheckpoint.now(), "stream"), "{{stream}}")),
-		graph("Unacknowledged records", "short", "Records handed to the pipeline and not yet acknowledged (kinesis_records_unacknowledged); stuck at checkpoint.limit per shard, the output is the bottleneck.",
+		graph("Unacknowledged records", "short", "Records handed to the pipeline and not yet acknowledged (kinesis_records_unacknowledged); stuck at checkpoint.limit times the shards read, the output is the bottleneck.",
 			q(sumBy(unacknowledged.now(), "stream"), "{{stream}}")),
 		graph("Bytes in flight per instance", "bytes", "What the records read and not yet acknowledged hold of memory_limit (kinesis_bytes_in_flight).",
 			q(sumBy(bytesInFlight.now(), perInstance...), "{{pod}} {{instance}}")),
@@ -222,12 +222,20 @@ func (p panel) targets() ([]cog.Builder[variants.Dataquery], error) {
 		if qu.expr.err != nil {
 			return nil, qu.expr.err
 		}
-		ts = append(ts, prometheus.NewDataqueryBuilder().
-			RefId(string(rune('A'+i))).
+		q := prometheus.NewDataqueryBuilder().
+			RefId(string(rune('A' + i))).
 			Datasource(datasource).
 			Expr(qu.expr.text).
-			LegendFormat(qu.legend).
-			Range())
+			LegendFormat(qu.legend)
+		// A stat is the value now: a range would keep showing the last
+		// point of a series that ended (an instance gone) for the whole
+		// range.
+		if p.stat {
+			q = q.Instant()
+		} else {
+			q = q.Range()
+		}
+		ts = append(ts, q)
 	}
 	return ts, nil
 }
@@ -246,6 +254,9 @@ func (p panel) builder(id, width uint32) (cog.Builder[dashboard.Panel], error) {
 			GraphMode(common.BigValueGraphModeNone).
 			Orientation(common.VizOrientationAuto).
 			ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+			// The gauges these stats read exist only once something
+			// happened (a shard stopped): no series is 0, not "No data".
+			NoValue("0").
 			Thresholds(dashboard.NewThresholdsConfigBuilder().
 				Mode(dashboard.ThresholdsModeAbsolute).
 				Steps([]dashboard.Threshold{{Color: "green"}, {Value: cog.ToPtr(1.0), Color: "red"}})), nil

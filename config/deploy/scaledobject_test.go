@@ -76,5 +76,5 @@ type kedaFallback struct {
 var prometheusTriggerKeys = map[string]bool{
 	"serverAddress": true, "query": true, "queryParameters": true, "threshold": true,
 	"activationThreshold": true, "namespace": true, "customHeaders": true, "ignoreNullValues": true,
-	"unsafeSsl": true, "awsRegion": true, "timeout": true, "identityOwner": true,
+	"unsafeSsl": true, "awsRegion": true, "timeout": true, "identityOwner": true, "authModes": true,
 }
