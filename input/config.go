@@ -118,11 +118,13 @@ func parseStreamRef(s string) (streamRef, string, error) {
 // settings are what reaching AWS takes, from the region, endpoint, tls and
 // credentials fields.
 func (c config) settings() awsclient.Settings {
-	return awsclient.Settings{
-		Region: c.Region, Endpoint: c.Endpoint, TLS: c.TLS,
-		Profile: c.Creds.Profile, ID: c.Creds.ID, Secret: c.Creds.Secret, Token: c.Creds.Token,
-		Role: c.Creds.Role, RoleExternalID: c.Creds.RoleExternalID,
-	}
+	return c.Creds.in(awsclient.Settings{Region: c.Region, Endpoint: c.Endpoint, TLS: c.TLS})
+}
+
+// in returns s with these credentials.
+func (c credentials) in(s awsclient.Settings) awsclient.Settings {
+	s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = c.Profile, c.ID, c.Secret, c.Token, c.Role, c.RoleExternalID
+	return s
 }
 
 // commandFlags point the checkpoint command at a stream (by its ARN, which

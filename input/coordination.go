@@ -123,21 +123,7 @@ func (l *leaseConfig) check(conf config) error {
 // role the input's role (CredsFromChain: the SDK's chain instead of the
 // input's).
 func (l *leaseConfig) settings(conf config) awsclient.Settings {
-	s := conf.settings()
-	if l.Region != "" {
-		s.Region = l.Region
-	}
-	if l.CredsFromChain {
-		s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = "", "", "", "", "", ""
-	}
-	c := l.Creds
-	if c.Profile != "" || c.ID != "" {
-		s.Profile, s.ID, s.Secret, s.Token = c.Profile, c.ID, c.Secret, c.Token
-	}
-	if c.Role != "" {
-		s.Role, s.RoleExternalID = c.Role, c.RoleExternalID
-	}
-	return s
+	return conf.settings().Over(l.Creds.in(awsclient.Settings{Region: l.Region}), l.CredsFromChain)
 }
 
 // ownCredentials reports whether the table's calls are not signed as the

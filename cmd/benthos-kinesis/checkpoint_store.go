@@ -121,19 +121,7 @@ func tableConfig(ctx context.Context, c *cli.Context, t streamTarget) (aws.Confi
 	if region == "" && profile == "" && role == "" && fromStream {
 		return t.cfg, nil
 	}
-	set := t.set
-	if region != "" {
-		set.Region = region
-	}
-	if !fromStream {
-		set.Profile, set.ID, set.Secret, set.Token, set.Role, set.RoleExternalID = "", "", "", "", "", ""
-	}
-	if profile != "" {
-		set.Profile, set.ID, set.Secret, set.Token = profile, "", "", ""
-	}
-	if role != "" {
-		set.Role, set.RoleExternalID = role, external
-	}
+	set := t.set.Over(awsclient.Settings{Region: region, Profile: profile, Role: role, RoleExternalID: external}, !fromStream)
 	cfg, err := awsclient.Load(ctx, set)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("--table: %w", err)

@@ -241,3 +241,24 @@ func DynamoDB(cfg aws.Config, endpoint string, opts ...Option) *dynamodb.Client 
 		do.APIOptions = append(do.APIOptions, o.apiOptions(describeEndpoint("DynamoDB", cfg.Region, endpoint))...)
 	})
 }
+
+// Over returns s with the region and credentials set in o over it, as a
+// lease table's settings go over the stream's: a region replaces the
+// region; a profile or static keys replace the profile and the keys; a
+// role replaces the role and its external id. fromChain starts from no
+// credentials of s (the SDK's chain) instead. The endpoint and TLS are s's.
+func (s Settings) Over(o Settings, fromChain bool) Settings {
+	if o.Region != "" {
+		s.Region = o.Region
+	}
+	if fromChain {
+		s.Profile, s.ID, s.Secret, s.Token, s.Role, s.RoleExternalID = "", "", "", "", "", ""
+	}
+	if o.Profile != "" || o.ID != "" {
+		s.Profile, s.ID, s.Secret, s.Token = o.Profile, o.ID, o.Secret, o.Token
+	}
+	if o.Role != "" {
+		s.Role, s.RoleExternalID = o.Role, o.RoleExternalID
+	}
+	return s
+}
