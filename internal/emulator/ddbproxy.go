@@ -30,7 +30,7 @@ type DynamoDBProxy struct {
 	units    map[string]float64
 	throttle map[string]time.Time // operation -> throttled until
 	down     time.Time            // no call is answered until then
-	signers  map[string]int64     // SigV4Scope -> calls
+	signers  Signatures
 }
 
 // NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
@@ -44,14 +44,14 @@ func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}, signers: map[string]int64{}}
+	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = p.count
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := operation(r)
 		p.mu.Lock()
 		p.calls[op]++
-		p.signers[SigV4Scope(r.Header)]++
+		p.signers.Add(r.Header)
 		until, throttled := p.throttle[op]
 		down := p.down
 		p.mu.Unlock()
@@ -120,10 +120,34 @@ func (p *DynamoDBProxy) Calls() (calls map[string]int64, units map[string]float6
 
 // Signers returns the calls so far by who signed them and for which region
 // and service (SigV4Scope).
-func (p *DynamoDBProxy) Signers() map[string]int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return maps.Clone(p.signers)
+func (p *DynamoDBProxy) Signers() map[string]int64 { return p.signers.Counts() }
+
+// Signatures counts requests by who signed them and for which region and
+// service (SigV4Scope), or by any other key given to Count. The zero value
+// is ready; it is safe for concurrent use.
+type Signatures struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// Add counts a request by its headers' signature.
+func (s *Signatures) Add(h http.Header) { s.Count(SigV4Scope(h)) }
+
+// Count counts one of key.
+func (s *Signatures) Count(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int64{}
+	}
+	s.n[key]++
+}
+
+// Counts returns the counts so far.
+func (s *Signatures) Counts() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.n)
 }
 
 // SigV4Scope is who signed a request, and for what: the access key id,
