@@ -11,31 +11,18 @@ type stats struct {
 	noARN     map[string]int
 }
 
-func (st *stats) call(op string) {
-	st.mu.Lock()
-	if st.calls == nil {
-		st.calls = map[string]int{}
-	}
-	st.calls[op]++
-	st.mu.Unlock()
-}
+func (st *stats) call(op string)            { st.add(&st.calls, op, 1) }
+func (st *stats) throttle(op string, n int) { st.add(&st.throttled, op, n) }
+func (st *stats) withoutARN(op string)      { st.add(&st.noARN, op, 1) }
 
-func (st *stats) throttle(op string, n int) {
+// add counts n of op in the map *m, made on first use.
+func (st *stats) add(m *map[string]int, op string, n int) {
 	st.mu.Lock()
-	if st.throttled == nil {
-		st.throttled = map[string]int{}
+	defer st.mu.Unlock()
+	if *m == nil {
+		*m = map[string]int{}
 	}
-	st.throttled[op] += n
-	st.mu.Unlock()
-}
-
-func (st *stats) withoutARN(op string) {
-	st.mu.Lock()
-	if st.noARN == nil {
-		st.noARN = map[string]int{}
-	}
-	st.noARN[op]++
-	st.mu.Unlock()
+	(*m)[op] += n
 }
 
 // CallsWithoutARN returns how many requests for op were refused because
