@@ -46,7 +46,7 @@ func mismatched(mine map[string]string, me string, workers []lease.Worker, live 
 			continue
 		}
 		differs := false
-		for _, p := range slices.Collect(maps.Keys(union(mine, w.Config))) {
+		for p := range union(mine, w.Config) {
 			if p != buildPart && mine[p] != w.Config[p] {
 				parts[p], differs = true, true
 			}
