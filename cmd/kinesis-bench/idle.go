@@ -36,17 +36,24 @@ type idleResult struct {
 	wake time.Duration
 }
 
-// busyPerShard is the backlog per shard the busy runs drain.
-const busyPerShard = 400
+// defaultBusyPerShard is the backlog per shard the busy runs drain unless
+// -busy-records says otherwise.
+const defaultBusyPerShard = 400
 
-func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []string, shardCounts []int, window time.Duration, plotDir string) error {
+// runIdle runs the -idle mode: for each shard count and reader, the binary
+// idle on an empty stream, then draining busyPerShard records a shard.
+func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []string, shardCounts []int, busyPerShard int, window time.Duration, plotDir, profile string) error {
 	var results []idleResult
 	busy := map[string][]processResult{}
 	for _, n := range shardCounts {
 		for _, reader := range readers {
 			c := cfg
 			c.shards = n
-			r, err := measureIdle(c, bin, reader, window)
+			prof := ""
+			if profile != "" {
+				prof = fmt.Sprintf("%s.%s.%d", profile, reader, n)
+			}
+			r, err := measureIdle(c, bin, reader, window, prof)
 			if err != nil {
 				return fmt.Errorf("%s, %d shards: %w", reader, n, err)
 			}
@@ -73,7 +80,7 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 			return err
 		}
 	}
-	defer printBusy(stdout, readers, shardCounts, busy)
+	defer printBusy(stdout, readers, shardCounts, busyPerShard, results, busy)
 	fmt.Fprintf(stdout, "the benthos-kinesis binary as a process reading empty streams, fake with AWS's quotas on; figures after %v idle with every shard read\n\n", window)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "reader\tshards\tall read after s\tRSS MiB\tRSS KiB/shard\tCPU %\tgoroutines\tgoroutines/shard\twake ms\t")
@@ -85,7 +92,11 @@ func runIdle(stdout, stderr io.Writer, cfg fakeConfig, bin string, readers []str
 	return tw.Flush()
 }
 
-func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idleResult, error) {
+// measureIdle runs the binary on an idle stream of cfg.shards shards. With
+// a profile path, it writes there, at the end of the idle window, the
+// binary's heap profile and memory statistics (.txt), its goroutines
+// (.goroutines) and its memory map (.smaps).
+func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration, profile string) (idleResult, error) {
 	res := idleResult{reader: reader, shards: cfg.shards, window: window}
 	const stream = "idle"
 	f, err := quotaFake(cfg, stream)
@@ -102,7 +113,7 @@ func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idle
 	if err != nil {
 		return res, err
 	}
-	config, err := binaryConfig(f, stream, dir, readerFields(reader), map[string]any{"enabled": true, "address": addr}, map[string]any{"drop": map[string]any{}})
+	config, err := binaryConfig(f, stream, dir, readerFields(reader), map[string]any{"enabled": true, "address": addr, "debug_endpoints": profile != ""}, map[string]any{"drop": map[string]any{}})
 	if err != nil {
 		return res, err
 	}
@@ -136,6 +147,16 @@ func measureIdle(cfg fakeConfig, bin, reader string, window time.Duration) (idle
 	res.cpu = procCPU(cmd.Process.Pid) - cpu0
 	res.rss = procStatus(cmd.Process.Pid, "VmRSS")
 	res.goroutines = int(metricSum("http://"+addr+"/metrics", "go_goroutines"))
+	if profile != "" {
+		for suffix, path := range map[string]string{"": "heap", ".txt": "heap?debug=1", ".goroutines": "goroutine?debug=1"} {
+			if body, err := fetch("http://" + addr + "/debug/pprof/" + path); err == nil {
+				os.WriteFile(profile+suffix, body, 0o644)
+			}
+		}
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", cmd.Process.Pid)); err == nil {
+			os.WriteFile(profile+".smaps", smaps, 0o644)
+		}
+	}
 	if res.wake, err = wakeLatency(f, stream, "http://"+addr+"/metrics"); err != nil {
 		return res, err
 	}
@@ -223,14 +244,21 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func printBusy(w io.Writer, readers []string, shardCounts []int, busy map[string][]processResult) {
-	fmt.Fprintf(w, "\nthe same binary draining %d records of 200 bytes per shard (quotas off)\n\n", busyPerShard)
+// printBusy prints the busy runs, each with what its peak adds to the
+// resident memory of the same binary, reader and shard count idle.
+func printBusy(w io.Writer, readers []string, shardCounts []int, busyPerShard int, idle []idleResult, busy map[string][]processResult) {
+	fmt.Fprintf(w, "\nthe same binary draining %d records of 200 bytes per shard (quotas off); over idle: peak RSS less the idle RSS above\n\n", busyPerShard)
+	idleRSS := map[string]int64{}
+	for _, r := range idle {
+		idleRSS[fmt.Sprint(r.reader, r.shards)] = r.rss
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "reader\tshards\trecords/s\tpeak RSS MiB\tCPU µs/rec\t")
+	fmt.Fprintln(tw, "reader\tshards\trecords/s\tpeak RSS MiB\tover idle MiB\tCPU µs/rec\tlag spread\trepeated\tmissing\t")
 	for i, n := range shardCounts {
 		for _, reader := range readers {
 			r := busy[reader][i]
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%.2f\t\n", reader, n, float64(r.records)/r.wall.Seconds(), mib(r.peakRSS), float64(r.cpu.Microseconds())/float64(r.records))
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%d\t%d\t\n", reader, n, float64(r.records)/r.wall.Seconds(), mib(r.peakRSS),
+				mib(r.peakRSS-idleRSS[fmt.Sprint(reader, n)]), float64(r.cpu.Microseconds())/float64(r.records), r.spread, r.repeats, r.missing)
 		}
 	}
 	tw.Flush()

@@ -65,10 +65,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		duration   = fs.Duration("duration", 10*time.Second, "with -latency: how long each reader is measured, after a second of warm-up")
 		idle       = fs.Duration("idle", 0, "with -process: instead of draining, read empty streams of each of -shard-counts shards (AWS quotas on) and report the time until every shard is read, then RSS, CPU and goroutines over this long")
 		counts     = fs.String("shard-counts", "64,256,512", "with -idle: the stream sizes")
+		busyRecs   = fs.Int("busy-records", defaultBusyPerShard, "with -idle: the records per shard that the same binary drains after each idle run")
 		quotas     = fs.Bool("quotas", false, "the scenarios read with AWS's read quotas on (5 calls/s and 2 MiB/s per shard, for GetRecords and each subscription), as on AWS")
 		fleet      = fs.Duration("fleet", 0, "with -process: instead of draining, run 3 processes of the binary sharing 2 streams (a backlog, then records written steadily; AWS quotas on) through a lease table in dynalite for this long, one joining at a sixth and one stopped at two thirds, scraping their /metrics every second, and print the dashboard's main figures")
 		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory; with -fleet: the dashboard's main panels as dashboard.png")
-		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt)")
+		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt); with -idle, at the end of each idle window, suffixed .<reader>.<shards>, with its goroutines and memory map too")
 		set        settings
 	)
 	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")
@@ -96,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			ns = append(ns, n)
 		}
-		return runIdle(stdout, stderr, fakeConfig{set: set}, *process, strings.Split(*readers, ","), ns, *idle, *plotDir)
+		return runIdle(stdout, stderr, fakeConfig{set: set}, *process, strings.Split(*readers, ","), ns, *busyRecs, *idle, *plotDir, *heapprof)
 	}
 	if *process != "" {
 		return runProcesses(stdout, stderr, fakeConfig{records: *records, shards: *shards, size: *size, aggregate: *aggregate, set: set}, *process, strings.Split(*readers, ","), *rounds, *warmup, *heapprof)
