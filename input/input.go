@@ -86,6 +86,11 @@ type kinesisInput struct {
 	// stallMu guards stallWarned, when budgetStalled last warned.
 	stallMu     sync.Mutex
 	stallWarned time.Time
+	// ownMu guards ownWarned and ownRaised: shardsRead warned that the
+	// shards' own state takes more than half of memory_limit, and that it
+	// raised the soft memory limit.
+	ownMu                sync.Mutex
+	ownWarned, ownRaised bool
 	// windows sizes fan-out's flow-control windows within memory_limit;
 	// nil without a limit or by polling.
 	windows *awsclient.StreamWindows
@@ -144,6 +149,9 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)
 	}
 	openForGoMemoryLimit(in, conf.MemoryLimit)
+	if in.budget != nil {
+		in.budget.OnMembers(in.shardsRead) // after open: it counts the shards there
+	}
 	return in, nil
 }
 

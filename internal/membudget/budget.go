@@ -19,14 +19,18 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64
+	// countMu orders the calls of onMembers (membersChanged).
+	countMu sync.Mutex
 	// waiters wait for room; next says whose turn it is.
 	waiters []*waiter
 	// report, when set, is told of every change of used, under mu (so a
 	// gauge never ends on a stale value).
 	report func(used int64)
-	// members are the readers sharing the budget (Join).
-	members  map[*Member]struct{}
-	arrivals uint64 // numbers the waiters in the order they came
+	// members are the readers sharing the budget (Join); onMembers, when
+	// set, is told how many after each change (OnMembers).
+	members   map[*Member]struct{}
+	onMembers func(n int)
+	arrivals  uint64 // numbers the waiters in the order they came
 	// stallAfter, when positive, opens the valve (OnStall); lastGive is
 	// when room last came back.
 	stallAfter   time.Duration
@@ -81,6 +85,29 @@ func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(grante
 	b.stallAfter, b.stallWaiting, b.onStall = after, waiting, f
 }
 
+// OnMembers has f told how many readers share the budget after each Join
+// and Leave, outside the budget's lock and in the order of the changes.
+// Call it before the budget is used.
+func (b *Budget) OnMembers(f func(n int)) {
+	b.onMembers = f
+}
+
+// membersChanged tells onMembers of n members. It is called with b.mu held
+// and releases it, so that f runs outside it.
+func (b *Budget) membersChanged(n int) {
+	f := b.onMembers
+	if f == nil {
+		b.mu.Unlock()
+		return
+	}
+	// Under countMu, taken before mu is released, calls of f keep the order
+	// of the changes they report.
+	b.countMu.Lock()
+	b.mu.Unlock()
+	defer b.countMu.Unlock()
+	f(n)
+}
+
 // Limit is the budget's size in bytes.
 func (b *Budget) Limit() int64 { return b.limit }
 
@@ -96,7 +123,6 @@ func (b *Budget) Join() *Member {
 		return nil
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	m := &Member{b: b}
 	first := true
 	for o := range b.members {
@@ -108,6 +134,7 @@ func (b *Budget) Join() *Member {
 		b.members = map[*Member]struct{}{}
 	}
 	b.members[m] = struct{}{}
+	b.membersChanged(len(b.members))
 	return m
 }
 
@@ -116,9 +143,14 @@ func (m *Member) Leave() {
 	if m == nil {
 		return
 	}
-	m.b.mu.Lock()
-	defer m.b.mu.Unlock()
-	delete(m.b.members, m)
+	b := m.b
+	b.mu.Lock()
+	if _, ok := b.members[m]; !ok {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.members, m)
+	b.membersChanged(len(b.members))
 }
 
 // Take waits until at least min bytes are free and it is this reader's

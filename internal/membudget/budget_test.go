@@ -2,6 +2,7 @@ package membudget
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,5 +246,20 @@ func TestAStalledBudgetLetsTheNextReadThrough(t *testing.T) {
 	case n := <-stalled:
 		t.Fatalf("the valve opened again (%d) for a take served by turn", n)
 	default:
+	}
+}
+
+// TestOnMembersCountsEveryJoinAndLeave: the hook hears the count after each
+// change, once for a member that leaves twice.
+func TestOnMembersCountsEveryJoinAndLeave(t *testing.T) {
+	b := New(1<<20, nil)
+	var got []int
+	b.OnMembers(func(n int) { got = append(got, n) })
+	m1, m2 := b.Join(), b.Join()
+	m1.Leave()
+	m1.Leave()
+	m2.Leave()
+	if want := []int{1, 2, 1, 0}; !slices.Equal(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
 	}
 }
