@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		quotas     = fs.Bool("quotas", false, "the scenarios read with AWS's read quotas on (5 calls/s and 2 MiB/s per shard, for GetRecords and each subscription), as on AWS")
 		fleet      = fs.Duration("fleet", 0, "with -process: instead of draining, run 3 processes of the binary sharing 2 streams (a backlog, then records written steadily; AWS quotas on) through a lease table in dynalite for this long, one joining at a sixth and one stopped at two thirds, scraping their /metrics every second, and print the dashboard's main figures")
 		plotDir    = fs.String("plot", "", "with -latency or -idle: write PNG plots of the figures into this directory; with -fleet: the dashboard's main panels as dashboard.png")
-		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt); with -idle, at the end of each idle window, suffixed .<reader>.<shards>, with its goroutines and memory map too")
+		heapprof   = fs.String("heapprofile", "", "with -process: write the binary's heap profile nearest its peak memory to this file, suffixed .<reader> (and its memory statistics, suffixed .<reader>.txt, and a CPU profile of its first 2 s of draining, .<reader>.cpu); with -idle, at the end of each idle window, suffixed .<reader>.<shards>, with its goroutines and memory map too")
 		set        settings
 	)
 	fs.Var(&set, "set", "a field of the input's configuration in the input scenarios, as path=value, e.g. checkpoint.limit=20000 (repeatable)")

@@ -48,7 +48,8 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // runProcess drains stream with the binary at bin, reading by reader.
 // With heapProfile set, the binary serves its debug endpoints and the heap
-// profile taken nearest its peak resident memory is written there.
+// profile taken nearest its peak resident memory is written there, and a
+// CPU profile of the first 2 s of its drain beside it (suffixed .cpu).
 func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile string) (processResult, error) {
 	r := processResult{reader: reader}
 	dir, err := os.MkdirTemp("", "kinesis-bench-process-")
@@ -84,6 +85,18 @@ func runProcess(ctx context.Context, f *fake, bin, reader, stream, heapProfile s
 		return r, err
 	}
 	defer cmd.Process.Kill()
+	if heapProfile != "" {
+		// A CPU profile of the drain's first seconds, beside the heap's.
+		cpu := make(chan struct{})
+		defer func() { <-cpu }()
+		go func() {
+			defer close(cpu)
+			time.Sleep(300 * time.Millisecond) // the process's start
+			if prof, err := fetch("http://" + debugAddr + "/debug/pprof/profile?seconds=2"); err == nil {
+				os.WriteFile(heapProfile+".cpu", prof, 0o644)
+			}
+		}()
+	}
 
 	want := int64(f.cfg.records) * int64(f.cfg.size+1) // a line per record
 	deadline := start.Add(runTimeout)
