@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // restOfProcess is what a binary running inputs holds besides their
@@ -80,7 +81,8 @@ func openForGoMemoryLimit(in *kinesisInput, limit int64) {
 }
 
 // ownForGoMemoryLimit counts own as what in's shards hold, and returns the
-// soft limit now set: 0 when the binary does not manage it or in is closed.
+// soft limit now set: 0 when the binary does not manage it, an input has
+// no limit, or in is closed.
 func ownForGoMemoryLimit(in *kinesisInput, own int64) int64 {
 	goMemoryLimit.mu.Lock()
 	defer goMemoryLimit.mu.Unlock()
@@ -103,9 +105,13 @@ func closedForGoMemoryLimit(in *kinesisInput) {
 	setGoMemoryLimitLocked()
 }
 
+// setGoMemoryLimitLocked sets the soft limit and returns it: 0 for none.
 func setGoMemoryLimitLocked() int64 {
 	l := goMemoryLimitFor(goMemoryLimit.inputs)
 	debug.SetMemoryLimit(l)
+	if l == math.MaxInt64 {
+		return 0
+	}
 	return l
 }
 
@@ -135,32 +141,78 @@ func ownBeyond(limit, own int64) int64 {
 	return max(0, own-limit*5/8)
 }
 
+// ownSettle is how long the shard count must stay put before shardsRead
+// warns about it: shards join one at a time, and a warning given at the
+// first of a thousand would name a memory_limit fit for a few hundred.
+const ownSettle = 5 * time.Second
+
+// ownWarnAgain is how long a warning about the shards' own state stays
+// said: one given again after the shards were few for a while (an instance
+// that lost its leases and took them back) waits this long.
+const ownWarnAgain = 10 * time.Minute
+
 // shardsRead is told by the budget how many shards the input reads: it
-// counts their own state in the soft limit, and warns once their state
-// takes more than half of memory_limit, and again if it raises the soft
-// limit (once each until it falls back under a quarter).
+// counts their own state in the soft limit at once, and warns about it
+// (warnOwn) once the count stayed put for ownSettle.
 func (in *kinesisInput) shardsRead(n int) {
-	limit := in.conf.MemoryLimit
-	own := int64(n) * shardOwn(in.conf.Reader)
-	soft := ownForGoMemoryLimit(in, own)
+	ownForGoMemoryLimit(in, int64(n)*shardOwn(in.conf.Reader))
 	in.ownMu.Lock()
 	defer in.ownMu.Unlock()
-	switch {
-	case own <= limit/4:
+	in.ownShards = n
+	if in.ctx.Err() != nil {
+		return // closing: its shards leave, nothing to warn about
+	}
+	if in.ownTimer == nil {
+		in.ownTimer = time.AfterFunc(ownSettle, in.warnOwn)
+		return
+	}
+	in.ownTimer.Reset(ownSettle)
+}
+
+// stopWarningOwn stops a warnOwn to come; the input is closing.
+func (in *kinesisInput) stopWarningOwn() {
+	in.ownMu.Lock()
+	defer in.ownMu.Unlock()
+	if in.ownTimer != nil {
+		in.ownTimer.Stop()
+	}
+}
+
+// warnOwn warns, when the binary sets the soft memory limit, that the
+// shards' own state takes more than half of memory_limit, and that it
+// raised the soft limit: each once, and again only after the shards took
+// a quarter or less and ownWarnAgain went by.
+func (in *kinesisInput) warnOwn() {
+	limit := in.conf.MemoryLimit
+	in.ownMu.Lock()
+	defer in.ownMu.Unlock()
+	n := in.ownShards
+	own := int64(n) * shardOwn(in.conf.Reader)
+	soft := ownForGoMemoryLimit(in, own)
+	if soft == 0 {
+		return // GOMEMLIMIT rules, or the input closed
+	}
+	if own <= limit/4 {
 		in.ownWarned, in.ownRaised = false, false
-	case own > limit/2 && !in.ownWarned:
-		in.ownWarned = true
+		return
+	}
+	if own > limit/2 && !in.ownWarned && time.Since(in.ownWarnedAt) >= ownWarnAgain {
+		in.ownWarned, in.ownWarnedAt = true, time.Now()
 		in.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): it leaves the Go heap little room to grow between collections, which then run often and slow reading down. A memory_limit of %s or more gives it room; or read fewer shards in each instance (a lease table shares them).",
 			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(2*own))
 	}
-	if beyond := ownBeyond(limit, own); beyond > 0 && soft > 0 && !in.ownRaised {
-		in.ownRaised = true
-		in.log.Warnf("memory_limit: the own state of %d shards (about %s) goes beyond what memory_limit (%s) leaves it: the Go soft memory limit is raised by %s to %s, so the process will hold more than memory_limit plus the rest; set memory_limit to %s or more to keep within it",
+	if beyond := ownBeyond(limit, own); beyond > 0 && !in.ownRaised && time.Since(in.ownRaisedAt) >= ownWarnAgain {
+		in.ownRaised, in.ownRaisedAt = true, time.Now()
+		in.log.Warnf("memory_limit: the own state of %d shards (about %s) goes beyond the 5/8 of memory_limit (%s) it may take: the Go soft memory limit is raised by %s to %s, so that the heap is not collected without pause, and the process holds that much more than memory_limit + 55 MiB. Set memory_limit to %s or more to keep within it.",
 			n, mibs(own), mibs(limit), mibs(beyond), mibs(soft), mibs(2*own))
 	}
 }
 
 // mibs writes n bytes in MiB, rounded up.
 func mibs(n int64) string {
-	return fmt.Sprintf("%dMiB", (n+(1<<20)-1)>>20)
+	m := n >> 20
+	if n&(1<<20-1) != 0 {
+		m++
+	}
+	return fmt.Sprintf("%dMiB", m)
 }

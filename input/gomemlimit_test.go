@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -49,9 +50,11 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	in := &kinesisInput{
 		conf: config{MemoryLimit: 64 << 20, Reader: readerEFO},
 		log:  service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil))),
+		ctx:  t.Context(),
 	}
 	openForGoMemoryLimit(in, in.conf.MemoryLimit)
 	t.Cleanup(func() {
+		in.stopWarningOwn()
 		closedForGoMemoryLimit(in)
 		goMemoryLimit.mu.Lock()
 		goMemoryLimit.managed = managed
@@ -71,32 +74,61 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 		}
 		return w
 	}
+	// Each step: the count changes (at once, the soft limit), then stays
+	// put (warnOwn, which the timer calls after ownSettle).
 	steps := []struct {
 		shards   int
 		soft     int64 // MiB
 		warnings int   // so far
 		last     string
+		later    time.Duration // since the last step: for ownWarnAgain
 	}{
-		{256, 88, 0, ""}, // 20 MiB of their own
-		{409, 88, 0, ""}, // 31.95 MiB: not yet half
-		{410, 88, 1, "410 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 33MiB, more than half of memory_limit (64MiB)"},
-		{512, 88, 1, ""}, // 40 MiB: 5/8, nothing beyond
-		{1024, 128, 2, "the Go soft memory limit is raised by 40MiB to 128MiB"},
-		{1000, 126, 2, ""}, // lower, said once
-		{100, 88, 2, ""},   // under a quarter: said again next time
-		{1024, 128, 4, "raised by 40MiB to 128MiB"},
+		{256, 88, 0, "", 0}, // 20 MiB of their own
+		{409, 88, 0, "", 0}, // 31.95 MiB: not yet half
+		{1024, 128, 2, "1024 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 80MiB, more than half of memory_limit (64MiB): it leaves the Go heap little room to grow between collections, which then run often and slow reading down. A memory_limit of 160MiB or more", 0},
+		{1000, 126, 2, "", 0}, // lower, said once
+		{100, 88, 2, "", 0},   // under a quarter: may be said again
+		{1024, 128, 2, "", 0}, // but not within ownWarnAgain
+		{100, 88, 2, "", 0},
+		{1024, 128, 4, "the Go soft memory limit is raised by 40MiB to 128MiB", ownWarnAgain},
 	}
 	for _, s := range steps {
+		if s.later > 0 {
+			in.ownMu.Lock()
+			in.ownWarnedAt = in.ownWarnedAt.Add(-s.later)
+			in.ownRaisedAt = in.ownRaisedAt.Add(-s.later)
+			in.ownMu.Unlock()
+		}
+		before := len(warnings())
 		in.shardsRead(s.shards)
+		if n := len(warnings()); n != before {
+			t.Fatalf("%d shards: warned before the count stayed put", s.shards)
+		}
 		if got := soft(); got != s.soft {
 			t.Errorf("%d shards: soft limit %d MiB, want %d", s.shards, got, s.soft)
 		}
+		in.warnOwn()
 		w := warnings()
 		if len(w) != s.warnings {
 			t.Fatalf("%d shards: %d warnings, want %d:\n%s", s.shards, len(w), s.warnings, strings.Join(w, "\n"))
 		}
-		if s.last != "" && !strings.Contains(w[len(w)-1], s.last) {
-			t.Errorf("%d shards: the last warning is\n%s\nwant it to say %q", s.shards, w[len(w)-1], s.last)
+		if s.last != "" && !strings.Contains(strings.Join(w, "\n"), s.last) {
+			t.Errorf("%d shards: the warnings are\n%s\nwant one to say %q", s.shards, strings.Join(w, "\n"), s.last)
 		}
+	}
+
+	// Without the soft limit (GOMEMLIMIT set, or the input closed) the
+	// shards' state changes nothing the warnings speak of.
+	closedForGoMemoryLimit(in)
+	in.shardsRead(100)
+	in.warnOwn()
+	in.ownMu.Lock()
+	in.ownWarnedAt = in.ownWarnedAt.Add(-ownWarnAgain)
+	in.ownRaisedAt = in.ownRaisedAt.Add(-ownWarnAgain)
+	in.ownMu.Unlock()
+	in.shardsRead(2048)
+	in.warnOwn()
+	if w := warnings(); len(w) != 4 {
+		t.Errorf("without a soft limit: %d warnings, want the 4 before:\n%s", len(w), strings.Join(w, "\n"))
 	}
 }

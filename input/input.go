@@ -86,11 +86,15 @@ type kinesisInput struct {
 	// stallMu guards stallWarned, when budgetStalled last warned.
 	stallMu     sync.Mutex
 	stallWarned time.Time
-	// ownMu guards ownWarned and ownRaised: shardsRead warned that the
-	// shards' own state takes more than half of memory_limit, and that it
-	// raised the soft memory limit.
-	ownMu                sync.Mutex
-	ownWarned, ownRaised bool
+	// ownMu guards the shard count shardsRead was told last, the timer of
+	// its warnings (warnOwn), and whether and when they were given: that
+	// the shards' own state takes more than half of memory_limit, and that
+	// it raised the soft memory limit.
+	ownMu                    sync.Mutex
+	ownShards                int
+	ownTimer                 *time.Timer
+	ownWarned, ownRaised     bool
+	ownWarnedAt, ownRaisedAt time.Time
 	// windows sizes fan-out's flow-control windows within memory_limit;
 	// nil without a limit or by polling.
 	windows *awsclient.StreamWindows
@@ -431,6 +435,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 func (in *kinesisInput) Close(ctx context.Context) error {
 	in.cancel()
 	defer closedForGoMemoryLimit(in)
+	defer in.stopWarningOwn()
 	done := make(chan struct{})
 	go func() {
 		in.wg.Wait()

@@ -19,8 +19,12 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64
-	// countMu orders the calls of onMembers (membersChanged).
+	// changes numbers the changes of members (under mu); told is the
+	// last one onMembers was told of (under countMu, which orders its
+	// calls).
+	changes uint64
 	countMu sync.Mutex
+	told    uint64
 	// waiters wait for room; next says whose turn it is.
 	waiters []*waiter
 	// report, when set, is told of every change of used, under mu (so a
@@ -86,26 +90,32 @@ func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(grante
 }
 
 // OnMembers has f told how many readers share the budget after each Join
-// and Leave, outside the budget's lock and in the order of the changes.
-// Call it before the budget is used.
+// and Leave (or after the latest of changes that came together), outside
+// the budget's lock and in the order of the changes. f must not call Join
+// or Leave. Call it before the budget is used.
 func (b *Budget) OnMembers(f func(n int)) {
 	b.onMembers = f
 }
 
 // membersChanged tells onMembers of n members. It is called with b.mu held
-// and releases it, so that f runs outside it.
+// and releases it; f runs outside it, so that a slow f never holds up
+// Take or Give. Calls of f are in the order of the changes, and a count
+// that a later one overtook is not told: f hears the latest.
 func (b *Budget) membersChanged(n int) {
 	f := b.onMembers
 	if f == nil {
 		b.mu.Unlock()
 		return
 	}
-	// Under countMu, taken before mu is released, calls of f keep the order
-	// of the changes they report.
-	b.countMu.Lock()
+	b.changes++
+	change := b.changes
 	b.mu.Unlock()
+	b.countMu.Lock()
 	defer b.countMu.Unlock()
-	f(n)
+	if change > b.told {
+		b.told = change
+		f(n)
+	}
 }
 
 // Limit is the budget's size in bytes.
