@@ -10,6 +10,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
 )
 
 func TestGoMemoryLimitIsTheInputsLimitsAndTheRest(t *testing.T) {
@@ -48,9 +49,11 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	goMemoryLimit.mu.Unlock()
 	logs := &inputtest.Logs{}
 	in := &kinesisInput{
-		conf: config{MemoryLimit: 64 << 20, Reader: readerEFO},
-		log:  service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil))),
-		ctx:  t.Context(),
+		conf:    config{MemoryLimit: 64 << 20, Reader: readerEFO},
+		log:     service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil))),
+		ctx:     t.Context(),
+		budget:  membudget.New(24<<20, nil),
+		metrics: newMetrics(service.MockResources().Metrics()),
 	}
 	openForGoMemoryLimit(in, in.conf.MemoryLimit)
 	t.Cleanup(func() {
@@ -85,7 +88,7 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	}{
 		{256, 88, 0, "", 0}, // 20 MiB of their own
 		{409, 88, 0, "", 0}, // 31.95 MiB: not yet half
-		{1024, 128, 2, "1024 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 80MiB, more than half of memory_limit (64MiB): it leaves the Go heap little room to grow between collections, which then run often and slow reading down. A memory_limit of 160MiB or more", 0},
+		{1024, 128, 2, "1024 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 80MiB, more than half of memory_limit (64MiB): the records in flight get only an eighth of it (8MiB), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of 160MiB or more", 0},
 		{1000, 126, 2, "", 0}, // lower, said once
 		{100, 88, 2, "", 0},   // under a quarter: may be said again
 		{1024, 128, 2, "", 0}, // but not within ownWarnAgain
@@ -130,5 +133,30 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	in.warnOwn()
 	if w := warnings(); len(w) != 4 {
 		t.Errorf("without a soft limit: %d warnings, want the 4 before:\n%s", len(w), strings.Join(w, "\n"))
+	}
+}
+
+// TestShardsTakeTheirStateFromTheHeapThenTheRecords: a shard's own state
+// comes out of the heap's half up to a quarter of memory_limit, then out
+// of the records' part, down to an eighth of memory_limit.
+func TestShardsTakeTheirStateFromTheHeapThenTheRecords(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name                   string
+		limit, windows, shards int64
+		reader                 string
+		want                   int64
+	}{
+		{"4 shards by polling", 64 * mib, 0, 4, readerPolling, 32 * mib},
+		{"256 by polling: a quarter, from the heap", 64 * mib, 0, 256, readerPolling, 32 * mib},
+		{"512 by polling", 64 * mib, 0, 512, readerPolling, 16 * mib},
+		{"256 by fan-out", 64 * mib, 8 * mib, 256, readerEFO, 20 * mib},
+		{"512 by fan-out: the floor", 64 * mib, 8 * mib, 512, readerEFO, 8 * mib},
+		{"1,024 by polling: the floor", 64 * mib, 0, 1024, readerPolling, 8 * mib},
+		{"512 by fan-out in 256 MiB: no change", 256 * mib, 32 * mib, 512, readerEFO, 96 * mib},
+	} {
+		if got := recordsRoom(c.limit, c.windows, c.shards*shardOwn(c.reader)); got != c.want {
+			t.Errorf("%s: room %.2f MiB, want %.2f MiB", c.name, float64(got)/mib, float64(c.want)/mib)
+		}
 	}
 }

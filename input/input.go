@@ -151,6 +151,8 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		}
 		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
 		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)
+		in.budget.SetFloor(leastRead)
+		in.metrics.bytesInFlightLimit.Set(records)
 	}
 	openForGoMemoryLimit(in, conf.MemoryLimit)
 	if in.budget != nil {

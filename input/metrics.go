@@ -34,6 +34,9 @@ type metrics struct {
 	// bytesInFlight is what the records read and not yet acknowledged, and
 	// those being read, hold against memory_limit.
 	bytesInFlight *service.MetricGauge
+	// bytesInFlightLimit is what they may hold: the records' part of
+	// memory_limit, less what the shards read hold of their own.
+	bytesInFlightLimit *service.MetricGauge
 	// apiErrors counts the Kinesis and DynamoDB calls that failed, once
 	// each (after the AWS SDK's retries), by service, operation and class
 	// (awserr.Class: throttled, recoverable, retryable, fatal).
@@ -55,22 +58,23 @@ func (m *metrics) apiError(service, operation string, err error) {
 
 func newMetrics(m *service.Metrics) *metrics {
 	return &metrics{
-		recordsRead:     m.NewCounter("kinesis_records_read", "stream", "shard"),
-		bytesRead:       m.NewCounter("kinesis_bytes_read", "stream", "shard"),
-		millisBehind:    m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
-		throttles:       m.NewCounter("kinesis_throttles", "stream", "shard"),
-		subscriptions:   m.NewCounter("kinesis_subscriptions", "stream", "shard"),
-		resubscribes:    m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
-		subscribeErrs:   m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
-		outOfRange:      m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
-		pastCheckpoint:  m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
-		unacknowledged:  m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
-		streamBehind:    m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
-		expired:         m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
-		stopped:         m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
-		endsUnconfirmed: m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
-		bytesInFlight:   m.NewGauge("kinesis_bytes_in_flight"),
-		apiErrors:       m.NewCounter("kinesis_api_errors", "service", "operation", "class"),
-		coord:           coord.NewMetrics(m),
+		recordsRead:        m.NewCounter("kinesis_records_read", "stream", "shard"),
+		bytesRead:          m.NewCounter("kinesis_bytes_read", "stream", "shard"),
+		millisBehind:       m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
+		throttles:          m.NewCounter("kinesis_throttles", "stream", "shard"),
+		subscriptions:      m.NewCounter("kinesis_subscriptions", "stream", "shard"),
+		resubscribes:       m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
+		subscribeErrs:      m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
+		outOfRange:         m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
+		pastCheckpoint:     m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
+		unacknowledged:     m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
+		streamBehind:       m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
+		expired:            m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
+		stopped:            m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
+		endsUnconfirmed:    m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
+		bytesInFlight:      m.NewGauge("kinesis_bytes_in_flight"),
+		bytesInFlightLimit: m.NewGauge("kinesis_bytes_in_flight_limit"),
+		apiErrors:          m.NewCounter("kinesis_api_errors", "service", "operation", "class"),
+		coord:              coord.NewMetrics(m),
 	}
 }

@@ -52,13 +52,21 @@ func TestMemoryLimitIsNeverExceeded(t *testing.T) {
 			out.WaitFor(t, len(want), 60*time.Second)
 			inputtest.CheckDelivery(t, out.All(), want, true)
 			records := int64(limit) // the records' half of memory_limit
+			var windows int64
 			if reader == "efo" {
-				records -= records / 4 // a quarter of it is the subscriptions' windows
+				windows = records / 4 // a quarter of it is the subscriptions' windows
+				records -= windows
 			}
 			if peak := m.Peak("kinesis_bytes_in_flight"); peak > records || peak == 0 {
 				t.Fatalf("kinesis_bytes_in_flight peaked at %d bytes, the records' part of memory_limit is %d", peak, records)
 			} else {
 				t.Logf("kinesis_bytes_in_flight peaked at %d of %d bytes", peak, records)
+			}
+			// The 32 shards' own state (2 MiB and more) takes the records'
+			// part down to its floor, an eighth of memory_limit.
+			own := shards * shardOwn(reader)
+			if got, want := m.Counter("kinesis_bytes_in_flight_limit"), recordsRoom(int64(2*limit), windows, own); got != want || want != int64(2*limit)/8 {
+				t.Errorf("kinesis_bytes_in_flight_limit %d with %d shards read, want %d, an eighth of memory_limit", got, shards, want)
 			}
 			waitUntil(t, 10*time.Second, func() bool { return m.Counter("kinesis_bytes_in_flight") == 0 })
 		})

@@ -21,6 +21,7 @@ var (
 	pastCheckpoint = newGauge("kinesis_records_past_checkpoint", "stream", "shard")
 	unacknowledged = newGauge("kinesis_records_unacknowledged", "stream", "shard")
 	bytesInFlight  = newGauge("kinesis_bytes_in_flight")
+	inFlightLimit  = newGauge("kinesis_bytes_in_flight_limit")
 
 	// Checkpoints and leases, per stream.
 	checkpointFailures = newCounter("kinesis_checkpoint_failures", "stream")

@@ -15,7 +15,9 @@ import (
 // Budget is a number of bytes shared by readers. Its methods are safe for
 // concurrent use. A nil *Budget has no limit: Take grants max at once.
 type Budget struct {
-	limit int64
+	limit int64 // under mu: SetLimit changes it
+	// floor is the least room a take's share is cut to (SetFloor).
+	floor int64
 
 	mu   sync.Mutex
 	used int64
@@ -119,7 +121,36 @@ func (b *Budget) membersChanged(n int) {
 }
 
 // Limit is the budget's size in bytes.
-func (b *Budget) Limit() int64 { return b.limit }
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit
+}
+
+// SetLimit makes the budget limit bytes from now. Room already taken stays
+// taken: a smaller limit is reached as room comes back; a larger one lets
+// waiters in at once.
+func (b *Budget) SetLimit(limit int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limit = limit
+	b.serve()
+}
+
+// SetFloor makes floor bytes (at most a quarter of the limit) the least a
+// take's share of the budget is cut to (see Join), however many readers
+// share it: a read smaller than that costs more in its call than it
+// brings, and readers rather take turns at larger ones. Call it before the
+// budget is used.
+func (b *Budget) SetFloor(floor int64) {
+	b.floor = floor
+}
 
 // Join counts a reader sharing the budget until it calls Leave. Take
 // grants no reader more than twice its fair share, the limit over the
@@ -180,7 +211,17 @@ func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 		// granted slivers of room would make many small reads and fall
 		// behind the others. Twice: reads half as many, as evenly (the
 		// turns keep readers level, byte for byte).
+		// Never below the floor (SetFloor): many readers of a small budget
+		// take turns at reads worth their call rather than all read
+		// slivers at once.
 		share := 2 * b.limit / n
+		floor := b.floor
+		if floor > b.limit/4 {
+			floor = b.limit / 4
+		}
+		if share < floor {
+			share = floor
+		}
 		if max > share {
 			max = share
 			if max < min {

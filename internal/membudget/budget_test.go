@@ -263,3 +263,57 @@ func TestOnMembersCountsEveryJoinAndLeave(t *testing.T) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}
 }
+
+// TestSetLimitTakesEffectAsRoomComesBack: a smaller limit keeps the room
+// already taken and lets no one in until use is under it; a larger one
+// lets a waiter in at once.
+func TestSetLimitTakesEffectAsRoomComesBack(t *testing.T) {
+	ctx := context.Background()
+	b := New(1000, nil)
+	if n, _ := b.Take(ctx, 600, 600); n != 600 {
+		t.Fatalf("took %d, want 600", n)
+	}
+	b.SetLimit(500)
+	got := make(chan int64)
+	go func() {
+		n, _ := b.Take(ctx, 100, 100)
+		got <- n
+	}()
+	waitWaiters(t, b, 1)
+	b.Give(100) // 500 used: still no room under 500
+	select {
+	case n := <-got:
+		t.Fatalf("granted %d with 500 of a 500 limit in use", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.SetLimit(700)
+	if n := <-got; n != 100 {
+		t.Fatalf("granted %d, want 100", n)
+	}
+	if b.Limit() != 700 || b.Used() != 600 {
+		t.Fatalf("limit %d used %d, want 700 and 600", b.Limit(), b.Used())
+	}
+}
+
+// TestFloorKeepsReadsWorthTheirCall: with many readers sharing a small
+// budget, a take's share is not cut below the floor, nor the floor above a
+// quarter of the limit.
+func TestFloorKeepsReadsWorthTheirCall(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		limit, floor, want int64
+	}{
+		{10_000, 0, 200},       // 100 readers: twice a fair share, 200
+		{10_000, 1_000, 1_000}, // the floor
+		{10_000, 5_000, 2_500}, // the floor, at most a quarter
+	} {
+		b := New(c.limit, nil)
+		b.SetFloor(c.floor)
+		for range 100 {
+			b.Join()
+		}
+		if n, _ := b.Take(ctx, 1, c.limit); n != c.want {
+			t.Errorf("limit %d floor %d: took %d, want %d", c.limit, c.floor, n, c.want)
+		}
+	}
+}
