@@ -16,6 +16,7 @@ import (
 // concurrent use. A nil *Budget has no limit: Take grants max at once.
 type Budget struct {
 	limit int64 // under mu: SetLimit changes it
+	made  int64 // the limit it was made with (New), for the valve
 	// floor is the least room a take's share is cut to (SetFloor).
 	floor int64
 
@@ -75,7 +76,7 @@ type waiter struct {
 // New returns a budget of limit bytes; report, when not nil, is told of
 // the bytes in use at every change.
 func New(limit int64, report func(used int64)) *Budget {
-	return &Budget{limit: limit, report: report}
+	return &Budget{limit: limit, made: limit, report: report}
 }
 
 // OnStall opens a valve against a pipeline that can only go on with more
@@ -84,7 +85,8 @@ func New(limit int64, report func(used int64)) *Budget {
 // waited for after with no room given back meanwhile, and waiting (when not
 // nil) says the pipeline is waiting for records too (not an output that is
 // down or slow), the next in turn is granted over the limit: its min, or a
-// quarter of the budget if that is more (within its max), so that a valve
+// quarter of the budget as made (New) if that is more (within its max),
+// however SetLimit changed it since, so that a valve
 // opening brings more than a record. f (when not nil) is told how much.
 // Call it before the budget is used.
 func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(granted int64)) {
@@ -299,7 +301,7 @@ func (b *Budget) valve(w *waiter) (int64, bool) {
 		return 0, false
 	}
 	b.remove(w)
-	n := max(w.min, min(w.max, b.limit/4))
+	n := max(w.min, min(w.max, b.made/4))
 	b.used += n
 	b.changed()
 	w.granted = n

@@ -317,3 +317,19 @@ func TestFloorKeepsReadsWorthTheirCall(t *testing.T) {
 		}
 	}
 }
+
+// TestTheValveOpensByTheBudgetAsMade: a budget whose limit SetLimit cut
+// (many shards' own state) still lets a quarter of what it was made with
+// through its valve, not a quarter of what is left.
+func TestTheValveOpensByTheBudgetAsMade(t *testing.T) {
+	t.Parallel()
+	b := New(400, nil)
+	b.OnStall(20*time.Millisecond, nil, nil)
+	b.SetLimit(40)
+	if _, err := b.Take(t.Context(), 40, 40); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Take(t.Context(), 1, 1000); err != nil || n != 100 {
+		t.Fatalf("the valve let %d through, %v; want 100, a quarter of 400", n, err)
+	}
+}
