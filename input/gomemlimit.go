@@ -232,8 +232,8 @@ func (in *kinesisInput) warnOwn() {
 	}
 	if own > limit/2 && !in.ownWarned && time.Since(in.ownWarnedAt) >= ownWarnAgain {
 		in.ownWarned, in.ownWarnedAt = true, time.Now()
-		in.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): the records in flight get only an eighth of it (%s), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of %s or more gives them room; or read fewer shards in each instance (a lease table shares them).",
-			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(limit/8), mibs(2*own))
+		in.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): the records in flight get only %s of it (kinesis_bytes_in_flight_limit), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of %s or more gives them room; or read fewer shards in each instance (a lease table shares them).",
+			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, in.windowsBytes(), own)), mibs(2*own))
 	}
 	if beyond := ownBeyond(limit, own); beyond > 0 && !in.ownRaised && time.Since(in.ownRaisedAt) >= ownWarnAgain {
 		in.ownRaised, in.ownRaisedAt = true, time.Now()

@@ -88,7 +88,7 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	}{
 		{256, 88, 0, "", 0}, // 20 MiB of their own
 		{409, 88, 0, "", 0}, // 31.95 MiB: not yet half
-		{1024, 128, 2, "1024 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 80MiB, more than half of memory_limit (64MiB): the records in flight get only an eighth of it (8MiB), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of 160MiB or more", 0},
+		{1024, 128, 2, "1024 shards by efo, whose own state (goroutines, connections, buffers: about 80 KiB a shard) takes about 80MiB, more than half of memory_limit (64MiB): the records in flight get only 8MiB of it (kinesis_bytes_in_flight_limit), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of 160MiB or more", 0},
 		{1000, 126, 2, "", 0}, // lower, said once
 		{100, 88, 2, "", 0},   // under a quarter: may be said again
 		{1024, 128, 2, "", 0}, // but not within ownWarnAgain
