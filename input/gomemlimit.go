@@ -152,9 +152,10 @@ const ownSettle = 5 * time.Second
 const ownWarnAgain = 10 * time.Minute
 
 // leastRead is the least room a polling read's share of the budget is cut
-// to however many shards share it (membudget.SetFloor): about 50 records
-// of 200 bytes. With 512 shards in 8 MiB, a share of 16 KiB made reads of a
-// dozen records, each a GetRecords call.
+// to however many shards share it (membudget.SetFloor, at most a quarter
+// of the room): about 50 records of 200 bytes. With 512 shards in 8 MiB, a
+// share of 32 KiB made reads of a dozen records or two, each a GetRecords
+// call.
 const leastRead = 64 << 10
 
 // recordsRoom is the room for records in flight of an input whose shards
@@ -181,9 +182,11 @@ func (in *kinesisInput) shardsRead(n int) {
 	room := recordsRoom(in.conf.MemoryLimit, in.windowsBytes(), own)
 	in.budget.SetLimit(room)
 	in.metrics.bytesInFlightLimit.Set(room)
-	ownForGoMemoryLimit(in, own)
 	in.ownMu.Lock()
 	defer in.ownMu.Unlock()
+	// Under ownMu, as warnOwn counts its own: a warnOwn under way with the
+	// count before must not count it after this one.
+	ownForGoMemoryLimit(in, own)
 	in.ownShards = n
 	if in.ctx.Err() != nil {
 		return // closing: its shards leave, nothing to warn about

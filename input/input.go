@@ -151,7 +151,9 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		}
 		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
 		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)
-		in.budget.SetFloor(leastRead)
+		if conf.Reader == readerPolling {
+			in.budget.SetFloor(leastRead) // fan-out takes an event whole
+		}
 		in.metrics.bytesInFlightLimit.Set(records)
 	}
 	openForGoMemoryLimit(in, conf.MemoryLimit)

@@ -66,11 +66,11 @@ func WithMember(ctx context.Context, m *Member) context.Context {
 }
 
 type waiter struct {
-	member   *Member // nil: a Take without a member, served by arrival
-	arrival  uint64
-	min, max int64
-	granted  int64
-	ready    chan struct{}
+	member     *Member // nil: a Take without a member, served by arrival
+	arrival    uint64
+	need, want int64 // the min and max asked for: bounds cuts them to a share
+	granted    int64
+	ready      chan struct{}
 }
 
 // New returns a budget of limit bytes; report, when not nil, is told of
@@ -85,8 +85,9 @@ func New(limit int64, report func(used int64)) *Budget {
 // waited for after with no room given back meanwhile, and waiting (when not
 // nil) says the pipeline is waiting for records too (not an output that is
 // down or slow), the next in turn is granted over the limit: its min, or a
-// quarter of the budget as made (New) if that is more (within its max),
-// however SetLimit changed it since, so that a valve
+// quarter of the budget as made (New) if that is more (within the max it
+// asked for, beyond its share), however SetLimit changed it since, so that
+// a valve
 // opening brings more than a record. f (when not nil) is told how much.
 // Call it before the budget is used.
 func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(granted int64)) {
@@ -206,38 +207,9 @@ func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 		return max, ctx.Err()
 	}
 	member, _ := ctx.Value(memberKey{}).(*Member)
+	need, want := min, max
 	b.mu.Lock()
-	if n := int64(len(b.members)); n > 1 {
-		// At most twice a fair share (or min, what the read needs), and
-		// not less than half of that (or max) once it is free: a reader
-		// granted slivers of room would make many small reads and fall
-		// behind the others. Twice: reads half as many, as evenly (the
-		// turns keep readers level, byte for byte).
-		// Never below the floor (SetFloor): many readers of a small budget
-		// take turns at reads worth their call rather than all read
-		// slivers at once.
-		share := 2 * b.limit / n
-		floor := b.floor
-		if floor > b.limit/4 {
-			floor = b.limit / 4
-		}
-		if share < floor {
-			share = floor
-		}
-		if max > share {
-			max = share
-			if max < min {
-				max = min
-			}
-		}
-		if min < share/2 {
-			min = share / 2
-			if min > max {
-				min = max
-			}
-		}
-	}
-	min, max = clamp(min, max)
+	min, max = b.bounds(need, want)
 	if len(b.waiters) == 0 {
 		if n := b.grant(min, max); n > 0 {
 			member.add(n)
@@ -246,7 +218,7 @@ func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
 		}
 	}
 	b.arrivals++
-	w := &waiter{member: member, arrival: b.arrivals, min: min, max: max, ready: make(chan struct{})}
+	w := &waiter{member: member, arrival: b.arrivals, need: need, want: want, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.mu.Unlock()
 	var stall <-chan time.Time // nil: no valve
@@ -301,7 +273,8 @@ func (b *Budget) valve(w *waiter) (int64, bool) {
 		return 0, false
 	}
 	b.remove(w)
-	n := max(w.min, min(w.max, b.made/4))
+	least, _ := b.bounds(w.need, w.want)
+	n := max(least, min(w.want, max(b.made, b.limit)/4))
 	b.used += n
 	b.changed()
 	w.granted = n
@@ -373,7 +346,7 @@ func (b *Budget) put(n int64) {
 func (b *Budget) serve() {
 	for len(b.waiters) > 0 {
 		w := b.next()
-		n := b.grant(w.min, w.max)
+		n := b.grant(b.bounds(w.need, w.want))
 		if n == 0 {
 			return
 		}
@@ -418,6 +391,43 @@ func (m *Member) add(n int64) {
 	if m != nil {
 		m.served += n
 	}
+}
+
+// bounds is what a take that needs need bytes and wants want may be
+// granted now, between min and max: at most twice a fair share (or need,
+// what the read needs), and not less than half of that (or want) once it
+// is free: a reader granted slivers of room would make many small reads
+// and fall behind the others. Twice: reads half as many, as evenly (the
+// turns keep readers level, byte for byte). Never below the floor
+// (SetFloor): many readers of a small budget take turns at reads worth
+// their call rather than all read slivers at once. A waiter's bounds are
+// taken anew each time it is served: the limit and the readers change.
+// Must hold b.mu.
+func (b *Budget) bounds(need, want int64) (lo, hi int64) {
+	lo, hi = need, want
+	if n := int64(len(b.members)); n > 1 {
+		share := 2 * b.limit / n
+		floor := b.floor
+		if floor > b.limit/4 {
+			floor = b.limit / 4
+		}
+		if share < floor {
+			share = floor
+		}
+		if hi > share {
+			hi = share
+			if hi < lo {
+				hi = lo
+			}
+		}
+		if lo < share/2 {
+			lo = share / 2
+			if lo > hi {
+				lo = hi
+			}
+		}
+	}
+	return clamp(lo, hi)
 }
 
 // grant takes between min and max bytes if min fit, or the whole budget

@@ -320,16 +320,49 @@ func TestFloorKeepsReadsWorthTheirCall(t *testing.T) {
 
 // TestTheValveOpensByTheBudgetAsMade: a budget whose limit SetLimit cut
 // (many shards' own state) still lets a quarter of what it was made with
-// through its valve, not a quarter of what is left.
+// through its valve, not a quarter of what is left, nor only a share.
 func TestTheValveOpensByTheBudgetAsMade(t *testing.T) {
 	t.Parallel()
 	b := New(400, nil)
 	b.OnStall(20*time.Millisecond, nil, nil)
+	var members []*Member
+	for range 16 {
+		members = append(members, b.Join())
+	}
 	b.SetLimit(40)
-	if _, err := b.Take(t.Context(), 40, 40); err != nil {
+	if _, err := b.Take(WithMember(t.Context(), members[0]), 40, 40); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.Take(t.Context(), 1, 1000); err != nil || n != 100 {
+	if n, err := b.Take(WithMember(t.Context(), members[1]), 1, 1000); err != nil || n != 100 {
 		t.Fatalf("the valve let %d through, %v; want 100, a quarter of 400", n, err)
+	}
+}
+
+// TestAWaiterIsServedByTheLimitNow: a waiter's bounds are taken anew when
+// its turn comes: after the limit shrank, it is served once its share of
+// the new limit is free, not only once nothing else is in use.
+func TestAWaiterIsServedByTheLimitNow(t *testing.T) {
+	t.Parallel()
+	b := New(1000, nil)
+	m1, m2 := b.Join(), b.Join()
+	if n, _ := b.Take(WithMember(t.Context(), m1), 1, 1000); n != 1000 {
+		t.Fatalf("took %d, want 1000", n)
+	}
+	got := make(chan int64, 1)
+	go func() {
+		n, _ := b.Take(WithMember(t.Context(), m2), 1, 1000) // at least 500 of 1000
+		got <- n
+	}()
+	waitWaiters(t, b, 1)
+	b.SetLimit(400) // now at least 200
+	b.Give(700)
+	select {
+	case n := <-got:
+		t.Fatalf("granted %d with 300 of 400 in use", n)
+	case <-time.After(20 * time.Millisecond):
+	}
+	b.Give(100)
+	if n := <-got; n != 200 {
+		t.Fatalf("granted %d, want 200: half a share of the limit now", n)
 	}
 }
