@@ -179,14 +179,14 @@ func recordsRoom(limit, windows, own int64) int64 {
 // warns about it once the count stayed put for ownSettle.
 func (in *kinesisInput) shardsRead(n int) {
 	own := int64(n) * shardOwn(in.conf.Reader)
-	room := recordsRoom(in.conf.MemoryLimit, in.windowsBytes(), own)
+	room := recordsRoom(in.conf.MemoryLimit, in.windowBytes, own)
 	in.budget.SetLimit(room)
 	in.metrics.bytesInFlightLimit.Set(room)
 	in.ownMu.Lock()
 	defer in.ownMu.Unlock()
-	// Under ownMu, as warnOwn counts its own: a warnOwn under way with the
-	// count before must not count it after this one.
-	ownForGoMemoryLimit(in, own)
+	// Under ownMu, so that warnOwn reads the soft limit of the count it
+	// reads.
+	in.ownSoft = ownForGoMemoryLimit(in, own)
 	in.ownShards = n
 	if in.ctx.Err() != nil {
 		return // closing: its shards leave, nothing to warn about
@@ -196,14 +196,6 @@ func (in *kinesisInput) shardsRead(n int) {
 		return
 	}
 	in.ownTimer.Reset(ownSettle)
-}
-
-// windowsBytes is what fan-out's windows may hold: 0 by polling.
-func (in *kinesisInput) windowsBytes() int64 {
-	if in.windows == nil {
-		return 0
-	}
-	return in.conf.MemoryLimit / 2 / 4
 }
 
 // stopWarningOwn stops a warnOwn to come; the input is closing.
@@ -223,9 +215,8 @@ func (in *kinesisInput) warnOwn() {
 	limit := in.conf.MemoryLimit
 	in.ownMu.Lock()
 	defer in.ownMu.Unlock()
-	n := in.ownShards
+	n, soft := in.ownShards, in.ownSoft
 	own := int64(n) * shardOwn(in.conf.Reader)
-	soft := ownForGoMemoryLimit(in, own)
 	if soft == 0 {
 		return // GOMEMLIMIT rules, or the input closed
 	}
@@ -236,7 +227,7 @@ func (in *kinesisInput) warnOwn() {
 	if own > limit/2 && !in.ownWarned && time.Since(in.ownWarnedAt) >= ownWarnAgain {
 		in.ownWarned, in.ownWarnedAt = true, time.Now()
 		in.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): the records in flight get only %s of it (kinesis_bytes_in_flight_limit), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of %s or more gives them room; or read fewer shards in each instance (a lease table shares them).",
-			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, in.windowsBytes(), own)), mibs(2*own))
+			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, in.windowBytes, own)), mibs(2*own))
 	}
 	if beyond := ownBeyond(limit, own); beyond > 0 && !in.ownRaised && time.Since(in.ownRaisedAt) >= ownWarnAgain {
 		in.ownRaised, in.ownRaisedAt = true, time.Now()

@@ -92,12 +92,15 @@ type kinesisInput struct {
 	// it raised the soft memory limit.
 	ownMu                    sync.Mutex
 	ownShards                int
+	ownSoft                  int64 // the soft limit with them; 0: none
 	ownTimer                 *time.Timer
 	ownWarned, ownRaised     bool
 	ownWarnedAt, ownRaisedAt time.Time
 	// windows sizes fan-out's flow-control windows within memory_limit;
 	// nil without a limit or by polling.
 	windows *awsclient.StreamWindows
+	// windowBytes is what the windows may hold together: 0 by polling.
+	windowBytes int64
 
 	connMu    sync.Mutex
 	connected bool
@@ -146,8 +149,9 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		// unread in the transport.
 		records := conf.MemoryLimit / 2
 		if conf.Reader == readerEFO {
-			in.windows = awsclient.NewStreamWindows(records/4, conf.TLS)
-			records -= records / 4
+			in.windowBytes = records / 4
+			in.windows = awsclient.NewStreamWindows(in.windowBytes, conf.TLS)
+			records -= in.windowBytes
 		}
 		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
 		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)

@@ -87,9 +87,8 @@ func New(limit int64, report func(used int64)) *Budget {
 // down or slow), the next in turn is granted over the limit: its min, or a
 // quarter of the budget as made (New) if that is more (within the max it
 // asked for, beyond its share), however SetLimit changed it since, so that
-// a valve
-// opening brings more than a record. f (when not nil) is told how much.
-// Call it before the budget is used.
+// a valve opening brings more than a record. f (when not nil) is told how
+// much. Call it before the budget is used.
 func (b *Budget) OnStall(after time.Duration, waiting func() bool, f func(granted int64)) {
 	b.stallAfter, b.stallWaiting, b.onStall = after, waiting, f
 }
@@ -406,14 +405,7 @@ func (m *Member) add(n int64) {
 func (b *Budget) bounds(need, want int64) (lo, hi int64) {
 	lo, hi = need, want
 	if n := int64(len(b.members)); n > 1 {
-		share := 2 * b.limit / n
-		floor := b.floor
-		if floor > b.limit/4 {
-			floor = b.limit / 4
-		}
-		if share < floor {
-			share = floor
-		}
+		share := max(2*b.limit/n, min(b.floor, b.limit/4))
 		if hi > share {
 			hi = share
 			if hi < lo {
