@@ -391,7 +391,7 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Ask(ctx, it, "b"); err != nil {
+	if err := tb.Ask(ctx, it, "b", ""); err != nil {
 		t.Fatal(err)
 	}
 	asked := time.Now()
@@ -524,7 +524,7 @@ func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
 			// there is no stale lease to test this run.
 			t.Skipf("a took the new shard's item before the test could: %+v", it)
 		}
-		taken, err = tb.Take(ctx, it, "b")
+		taken, err = tb.Take(ctx, it, "b", "")
 		return err == nil
 	})
 	tookAt := time.Now()

@@ -259,7 +259,7 @@ func TestLeasesOwnerDiedBeforeFirstCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.Take(ctx, it, "ghost"); err != nil {
+		if _, err := tb.Take(ctx, it, "ghost", ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -72,7 +72,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err = tb.Take(t.Context(), it, "worker-a")
+	it, err = tb.Take(t.Context(), it, "worker-a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = search.Take(t.Context(), it, "worker-b"); err != nil {
+	if _, err = search.Take(t.Context(), it, "worker-b", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -151,7 +151,7 @@ func TestCheckpointImport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.Take(t.Context(), it, "ghost"); err != nil {
+		if _, err := tb.Take(t.Context(), it, "ghost", ""); err != nil {
 			t.Fatal(err)
 		}
 		set := command(bin, "checkpoint", "set", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dynamodb-endpoint", d.Endpoint, "--table", "leases", "--to-latest")
@@ -186,7 +186,7 @@ func TestCheckpointImport(t *testing.T) {
 				t.Fatal(err)
 			}
 			if id == s1 {
-				if _, err := tb.Take(t.Context(), it, "old-1"); err != nil {
+				if _, err := tb.Take(t.Context(), it, "old-1", ""); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -195,6 +195,19 @@ func (p *Positions) Set(shardID string, cp checkpoint.Checkpoint) {
 	p.setLocked(shardID, cp)
 }
 
+// SetIn is Set for what was stored under epoch: a write of a stream
+// deleted and created again since (answered after the reset) changes
+// nothing of the new stream's positions. It reports whether it set.
+func (p *Positions) SetIn(epoch int, shardID string, cp checkpoint.Checkpoint) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch != p.epoch {
+		return false
+	}
+	p.setLocked(shardID, cp)
+	return true
+}
+
 // setLocked is Set with p.mu held.
 func (p *Positions) setLocked(shardID string, cp checkpoint.Checkpoint) {
 	p.state.Shards[shardID] = cp

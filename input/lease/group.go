@@ -106,13 +106,13 @@ func (g *grouped) Hold(ctx context.Context, streamARN, shardID, me string, count
 	return g.out(s), err
 }
 
-func (g *grouped) Take(ctx context.Context, s Shard, me string) (Shard, error) {
-	got, err := g.st.Take(ctx, g.in(s), me)
+func (g *grouped) Take(ctx context.Context, s Shard, me, nonce string) (Shard, error) {
+	got, err := g.st.Take(ctx, g.in(s), me, nonce)
 	return g.out(got), err
 }
 
-func (g *grouped) Ask(ctx context.Context, s Shard, me string) error {
-	return g.st.Ask(ctx, g.in(s), me)
+func (g *grouped) Ask(ctx context.Context, s Shard, me, nonce string) error {
+	return g.st.Ask(ctx, g.in(s), me, nonce)
 }
 
 func (g *grouped) Withdraw(ctx context.Context, s Shard, me string) error {

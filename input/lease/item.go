@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"time"
@@ -28,12 +29,15 @@ const (
 	attrStartTime    = "startTimestamp"
 	attrShardStart   = "startingSequenceNumber" // the shard's first sequence number
 	attrHandoffTo    = "handoffTo"              // an instance asking the holder for the lease
+	attrOwnerNonce   = "leaseOwnerNonce"        // the nonce of the process holding the lease (Worker.Nonce)
+	attrHandoffNonce = "handoffNonce"           // the nonce of the process asking for it
 	attrCreated      = "streamCreated"          // stream items: the stream's creation time
 	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
 	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
 	attrNonce        = "workerNonce"            // worker items: a random id of the process
 	attrLoads        = "shardLoads"             // worker items: bytes/s read of each shard held
 	attrConfig       = "pipelineConfig"         // worker items: a digest of each part of the pipeline's config
+	attrHeld         = "leasesHeld"             // worker items: the shards whose leases the heartbeat renews
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
@@ -48,14 +52,20 @@ type Shard struct {
 	ShardID string
 	// Owner is the instance holding the lease, empty when free.
 	Owner string
+	// OwnerNonce is the nonce of the process that holds it (Worker.Nonce):
+	// a process started later under Owner's name does not hold it. Empty
+	// when free, or written by a version that did not write it.
+	OwnerNonce string
 	// Counter moves with every write of the holder and every change of
 	// owner: a write conditional on it fails once anyone else wrote.
 	Counter int64
 	// Checkpoint holds the start, the acknowledged position and the end.
 	Checkpoint checkpoint.Checkpoint
 	Parents    []string
-	// HandoffTo is an instance that asked the holder for the lease.
-	HandoffTo string
+	// HandoffTo is an instance that asked the holder for the lease, and
+	// HandoffNonce the nonce of its process (empty when not written).
+	HandoffTo    string
+	HandoffNonce string
 }
 
 // Key returns the item's leaseKey.
@@ -102,6 +112,14 @@ type Worker struct {
 	// Config is a digest of each part of the instance's pipeline config
 	// (see Presence.Config); empty when it published none.
 	Config map[string]string
+	// Held is the set of shards whose leases the instance's last heartbeat
+	// renewed, when Listed: a lease of it that is not listed is renewed by
+	// its own item only (handed to the instance and not taken up yet, or
+	// held by another process of its name). Not Listed: written by a
+	// version that did not list them, whose heartbeat renews every lease
+	// the instance owns.
+	Held   map[string]bool
+	Listed bool
 }
 
 // Presence is what an instance's heartbeat publishes on a stream.
@@ -115,6 +133,25 @@ type Presence struct {
 	// different digests of a part run different pipelines. Nil: none is
 	// published.
 	Config map[string]string
+	// Held lists the shards whose leases this heartbeat renews (Worker.Held):
+	// those the instance holds, by its own account, as it sends it.
+	Held []string
+	// Beat is the number of heartbeats the process sent before this one:
+	// a worker item written anew starts its counter past every value an
+	// item of the process had (see counterBase).
+	Beat int64
+}
+
+// counterBase is where the counter of a worker item written by the
+// heartbeat p starts: past every value an earlier item of the process had
+// (it moved by one a heartbeat), and elsewhere for another process (by its
+// nonce). So the counter of an item removed as dead and written again
+// never repeats, and an observer that remembers the old value never takes
+// the new item for one that did not move.
+func counterBase(p Presence) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(p.Nonce))
+	return int64(h.Sum64()>>16) + p.Beat // 48 bits and more: exact as a DynamoDB number and a float
 }
 
 // decodeWorker reads a worker item. A counter that is not an integer reads
@@ -124,6 +161,15 @@ type Presence struct {
 func decodeWorker(item map[string]types.AttributeValue) Worker {
 	n, _ := getN(item, attrCounter)
 	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce)}
+	if l, ok := item[attrHeld].(*types.AttributeValueMemberL); ok {
+		w.Listed = true
+		w.Held = make(map[string]bool, len(l.Value))
+		for _, v := range l.Value {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				w.Held[sv.Value] = true
+			}
+		}
+	}
 	if m, ok := item[attrLoads].(*types.AttributeValueMemberM); ok && len(m.Value) > 0 {
 		w.Loads = make(map[string]float64, len(m.Value))
 		for id, v := range m.Value {
@@ -152,6 +198,16 @@ func encodeConfig(config map[string]string) types.AttributeValue {
 		m[part] = str(digest)
 	}
 	return &types.AttributeValueMemberM{Value: m}
+}
+
+// encodeHeld is the held attribute of a worker item: a list, which unlike
+// a set may be empty.
+func encodeHeld(held []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(held))
+	for i, id := range held {
+		l[i] = str(id)
+	}
+	return &types.AttributeValueMemberL{Value: l}
 }
 
 // encodeLoads is the loads attribute of a worker item: whole bytes a
@@ -234,6 +290,9 @@ func encodeShard(s Shard) map[string]types.AttributeValue {
 	}
 	if s.Owner != "" {
 		item[attrOwner] = str(s.Owner)
+		if s.OwnerNonce != "" {
+			item[attrOwnerNonce] = str(s.OwnerNonce)
+		}
 	}
 	if ts := s.Checkpoint.Start.Timestamp; ts != nil {
 		item[attrStartTime] = str(ts.UTC().Format(timestampEncoder))
@@ -285,8 +344,10 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 	s := Shard{
 		Stream:    getS(item, attrStream),
 		ShardID:   getS(item, attrShard),
-		Owner:     getS(item, attrOwner),
-		HandoffTo: getS(item, attrHandoffTo),
+		Owner:        getS(item, attrOwner),
+		OwnerNonce:   getS(item, attrOwnerNonce),
+		HandoffTo:    getS(item, attrHandoffTo),
+		HandoffNonce: getS(item, attrHandoffNonce),
 	}
 	key := getS(item, attrKey)
 	var err error

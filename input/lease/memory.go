@@ -131,6 +131,9 @@ func (m *Memory) SetShard(s Shard) {
 	if s.HandoffTo != "" {
 		item[attrHandoffTo] = str(s.HandoffTo)
 	}
+	if s.HandoffNonce != "" {
+		item[attrHandoffNonce] = str(s.HandoffNonce)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.items[s.Key()] = item

@@ -89,7 +89,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	if !held {
 		return Shard{}, ErrLost
 	}
-	if handover && !eqS(item, attrHandoffTo, w.HandOver) {
+	if handover && (!eqS(item, attrHandoffTo, w.HandOver) || (w.HandOverNonce != "" && !eqS(item, attrHandoffNonce, w.HandOverNonce))) {
 		s, err := decodeShard(item)
 		if err != nil {
 			return Shard{}, m.wrap(err)
@@ -104,22 +104,28 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 		removes = append(removes, remove...)
 	}
 	if !w.KeepAsked {
-		removes = append(removes, attrHandoffTo)
+		removes = append(removes, attrHandoffTo, attrHandoffNonce)
 	}
 	switch {
 	case handover:
 		sets[attrOwner] = str(w.HandOver)
+		if w.HandOverNonce != "" {
+			sets[attrOwnerNonce] = str(w.HandOverNonce)
+		} else {
+			removes = append(removes, attrOwnerNonce)
+		}
 	case w.Release:
-		removes = append(removes, attrOwner)
+		removes = append(removes, attrOwner, attrOwnerNonce)
 	}
 	item = update(item, sets, removes...)
 	m.items[key] = item
 	return decodeShard(item)
 }
 
-// Take makes me the owner of a shard's lease as scanned: free (no owner) or
-// held by s.Owner, at s.Counter. It moves the counter and drops an ask.
-func (m *Memory) Take(ctx context.Context, s Shard, me string) (Shard, error) {
+// Take makes me (the process of nonce) the owner of a shard's lease as
+// scanned: free (no owner) or held by s.Owner, at s.Counter. It moves the
+// counter and drops an ask.
+func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, error) {
 	if err := m.enter(ctx, "Take"); err != nil {
 		return Shard{}, err
 	}
@@ -132,14 +138,17 @@ func (m *Memory) Take(ctx context.Context, s Shard, me string) (Shard, error) {
 	if !owner || !eqN(item, attrCounter, s.Counter) {
 		return Shard{}, ErrLost
 	}
-	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo)
+	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce)
+	if nonce != "" {
+		item[attrOwnerNonce] = str(nonce)
+	}
 	m.items[s.Key()] = item
 	return decodeShard(item)
 }
 
-// Ask sets handoffTo to me while s.Owner holds the lease and no one asked;
-// the counter stays. ErrLost otherwise.
-func (m *Memory) Ask(ctx context.Context, s Shard, me string) error {
+// Ask sets handoffTo to me (and handoffNonce to nonce) while s.Owner holds
+// the lease and no one asked; the counter stays. ErrLost otherwise.
+func (m *Memory) Ask(ctx context.Context, s Shard, me, nonce string) error {
 	if err := m.enter(ctx, "Ask"); err != nil {
 		return err
 	}
@@ -148,7 +157,11 @@ func (m *Memory) Ask(ctx context.Context, s Shard, me string) error {
 	if !eqS(item, attrOwner, s.Owner) || has(item, attrHandoffTo) {
 		return ErrLost
 	}
-	m.items[s.Key()] = update(item, map[string]types.AttributeValue{attrHandoffTo: str(me)})
+	item = update(item, map[string]types.AttributeValue{attrHandoffTo: str(me)}, attrHandoffNonce)
+	if nonce != "" {
+		item[attrHandoffNonce] = str(nonce)
+	}
+	m.items[s.Key()] = item
 	return nil
 }
 
@@ -159,7 +172,7 @@ func (m *Memory) Withdraw(ctx context.Context, s Shard, me string) error {
 	}
 	defer m.mu.Unlock()
 	if item := m.items[s.Key()]; eqS(item, attrHandoffTo, me) {
-		m.items[s.Key()] = update(item, nil, attrHandoffTo)
+		m.items[s.Key()] = update(item, nil, attrHandoffTo, attrHandoffNonce)
 	}
 	return nil
 }
@@ -273,10 +286,13 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence
 	if !takeOver && has(item, attrNonce) && !eqS(item, attrNonce, p.Nonce) {
 		return ErrDuplicateInstance
 	}
-	n, _ := getN(item, attrCounter)
+	n := counterBase(p)
+	if has(item, attrCounter) {
+		n, _ = getN(item, attrCounter)
+	}
 	set := map[string]types.AttributeValue{
 		attrKey: str(key), attrKind: str(kindWorker), attrStream: str(streamARN), attrOwner: str(me),
-		attrCounter: num(n + 1), attrNonce: str(p.Nonce), attrLoads: encodeLoads(p.Loads),
+		attrCounter: num(n + 1), attrNonce: str(p.Nonce), attrLoads: encodeLoads(p.Loads), attrHeld: encodeHeld(p.Held),
 	}
 	var remove []string
 	if p.Config != nil {

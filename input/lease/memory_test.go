@@ -18,7 +18,7 @@ func TestMemoryFail(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	m := NewMemory()
-	held, err := m.Take(ctx, mustCreate(t, m, "shardId-000000000000"), "a")
+	held, err := m.Take(ctx, mustCreate(t, m, "shardId-000000000000"), "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,8 @@ func TestMemorySnapshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w := m.Workers(); !reflect.DeepEqual(w, []Worker{{ID: "a", Counter: 1, Nonce: "n-a"}, {ID: "b", Counter: 1, Nonce: "n-b"}}) {
+	a, b := counterBase(Presence{Nonce: "n-a"}), counterBase(Presence{Nonce: "n-b"})
+	if w := m.Workers(); !reflect.DeepEqual(w, []Worker{{ID: "a", Counter: a + 1, Nonce: "n-a", Held: map[string]bool{}, Listed: true}, {ID: "b", Counter: b + 1, Nonce: "n-b", Held: map[string]bool{}, Listed: true}}) {
 		t.Fatalf("workers: %+v", w)
 	}
 }
@@ -124,7 +125,7 @@ func TestMemoryTakeIsAtomic(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, me := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		wg.Go(func() {
-			_, err := m.Take(t.Context(), it, me)
+			_, err := m.Take(t.Context(), it, me, "")
 			switch {
 			case err == nil:
 				won.Add(1)

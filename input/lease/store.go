@@ -19,8 +19,8 @@ type Store interface {
 	// Shard items: the lease and its checkpoint.
 	Create(ctx context.Context, s Shard) (Shard, error)
 	Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error)
-	Take(ctx context.Context, s Shard, me string) (Shard, error)
-	Ask(ctx context.Context, s Shard, me string) error
+	Take(ctx context.Context, s Shard, me, nonce string) (Shard, error)
+	Ask(ctx context.Context, s Shard, me, nonce string) error
 	Withdraw(ctx context.Context, s Shard, me string) error
 	Delete(ctx context.Context, streamARN, shardID string) error
 	Replace(ctx context.Context, s Shard, was string) error

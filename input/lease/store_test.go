@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func runScript(t *testing.T, st Store, script []step) {
 }
 
 func conformanceScript() []step {
-	const s0, s1, s2 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002"
+	const s0, s1, s2, s3 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002", "shardId-000000000003"
 	at := func(seq string) *checkpoint.Checkpoint {
 		return &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: seq}}
 	}
@@ -110,6 +111,16 @@ func conformanceScript() []step {
 		{"overwrite of an item that appeared", overwrite(s2, "180", -1), "", ErrLost},
 		{"overwrite writes a free item at 0", get(s2), "owner= counter=0 ask= at=170 start=300", nil},
 
+		{"create a third", create(s3, "400"), "owner= counter=0 ask= at=TRIM_HORIZON start=400", nil},
+		{"take by a process", takeBy(s3, "", 0, "a", "pa"), "owner=a/pa counter=1 ask= at=TRIM_HORIZON start=400", nil},
+		{"ask by a process", askBy(s3, "a", "b", "pb"), "", nil},
+		{"the ask names its process", get(s3), "owner=a/pa counter=1 ask=b/pb at=TRIM_HORIZON start=400", nil},
+		{"handover to another process of the asker", hold(s3, "a", 1, Write{Release: true, HandOver: "b", HandOverNonce: "pb2"}), "owner=a/pa counter=1 ask=b/pb at=TRIM_HORIZON start=400", ErrWithdrawn},
+		{"handover to the asking process", hold(s3, "a", 1, Write{Release: true, HandOver: "b", HandOverNonce: "pb"}), "owner=b/pb counter=2 ask= at=TRIM_HORIZON start=400", nil},
+		{"a release drops the process", hold(s3, "b", 2, Write{Release: true}), "owner= counter=3 ask= at=TRIM_HORIZON start=400", nil},
+		{"take by a process again", takeBy(s3, "", 3, "c", "pc"), "owner=c/pc counter=4 ask= at=TRIM_HORIZON start=400", nil},
+		{"a take without one drops it", take(s3, "c", 4, "d"), "owner=d counter=5 ask= at=TRIM_HORIZON start=400", nil},
+
 		{"put stream", putStream("TRIM_HORIZON"), "written TRIM_HORIZON pinned=false", nil},
 		{"put stream again keeps the first", putStream("LATEST"), "kept TRIM_HORIZON pinned=false", nil},
 		{"replace stream", replaceStream("AT_TIMESTAMP"), "", nil},
@@ -128,6 +139,9 @@ func conformanceScript() []step {
 		{"remove at its counter", removeWorker("a", 3), "", nil},
 		{"an expired worker is removed", worker("a"), "none", nil},
 		{"remove of a missing worker", removeWorker("a", 3), "", nil},
+		{"heartbeat listing the leases held", heartbeatHeld("a", "n1", 7, s1, s0), "", nil},
+		{"an item written again starts past the process's last counter", worker("a"), "a counter=8 nonce=n1 held=[shardId-000000000000 shardId-000000000001]", nil},
+		{"remove it again", removeWorker("a", 8), "", nil},
 		{"heartbeat of b", heartbeat("b", "n3", false), "", nil},
 		{"heartbeat of c", heartbeat("c", "n4", false), "", nil},
 		{"heartbeat with loads", heartbeatLoads("c", "n4", map[string]float64{s0: 2048.4, s1: 0}), "", nil},
@@ -147,8 +161,8 @@ func conformanceScript() []step {
 		{"drop", drop("efo"), "", nil},
 		{"claim after the drop", claim("efo", "b"), "true", nil},
 
-		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:5:n4]", nil},
-		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002] workers=[c:5:n4]", nil},
+		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002 shardId-000000000003] workers=[c:5:n4]", nil},
+		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002 shardId-000000000003] workers=[c:5:n4]", nil},
 	}
 }
 
@@ -164,7 +178,14 @@ func show(s Shard) string {
 	case cp.Position != nil:
 		at = cp.Position.Sequence
 	}
-	out := fmt.Sprintf("owner=%s counter=%d ask=%s at=%s start=%s", s.Owner, s.Counter, s.HandoffTo, at, s.Checkpoint.ShardStart)
+	owner, asker := s.Owner, s.HandoffTo
+	if s.OwnerNonce != "" {
+		owner += "/" + s.OwnerNonce
+	}
+	if s.HandoffNonce != "" {
+		asker += "/" + s.HandoffNonce
+	}
+	out := fmt.Sprintf("owner=%s counter=%d ask=%s at=%s start=%s", owner, s.Counter, asker, at, s.Checkpoint.ShardStart)
 	if s.Stream != arn {
 		out += " of " + s.Stream // a store that returned another stream's id (a group's)
 	}
@@ -196,8 +217,23 @@ func get(id string) func(context.Context, Store) (string, error) {
 // counter.
 func take(id, owner string, counter int64, me string) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		s, err := st.Take(ctx, Shard{Stream: arn, ShardID: id, Owner: owner, Counter: counter}, me)
+		s, err := st.Take(ctx, Shard{Stream: arn, ShardID: id, Owner: owner, Counter: counter}, me, "")
 		return show(s), err
+	}
+}
+
+// takeBy is take by the process nonce of me.
+func takeBy(id, owner string, counter int64, me, nonce string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		s, err := st.Take(ctx, Shard{Stream: arn, ShardID: id, Owner: owner, Counter: counter}, me, nonce)
+		return show(s), err
+	}
+}
+
+// askBy is ask by the process nonce of me.
+func askBy(id, owner, me, nonce string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Ask(ctx, Shard{Stream: arn, ShardID: id, Owner: owner}, me, nonce)
 	}
 }
 
@@ -210,7 +246,7 @@ func hold(id, me string, counter int64, w Write) func(context.Context, Store) (s
 
 func ask(id, owner, me string) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.Ask(ctx, Shard{Stream: arn, ShardID: id, Owner: owner}, me)
+		return "", st.Ask(ctx, Shard{Stream: arn, ShardID: id, Owner: owner}, me, "")
 	}
 }
 
@@ -266,6 +302,12 @@ func heartbeat(me, nonce string, takeOver bool) func(context.Context, Store) (st
 	}
 }
 
+func heartbeatHeld(me, nonce string, beat int64, held ...string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce, Held: held, Beat: beat}, false)
+	}
+}
+
 func heartbeatLoads(me, nonce string, loads map[string]float64) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
 		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce, Loads: loads}, false)
@@ -284,7 +326,13 @@ func worker(id string) func(context.Context, Store) (string, error) {
 		if !ok {
 			return "none", err
 		}
-		out := fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter, w.Nonce)
+		out := fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter-counterBase(Presence{Nonce: workerBases[id]}), w.Nonce)
+		if len(w.Held) > 0 {
+			out += fmt.Sprintf(" held=%v", slices.Sorted(maps.Keys(w.Held)))
+		}
+		if !w.Listed {
+			out += " unlisted"
+		}
 		if len(w.Loads) > 0 {
 			out += fmt.Sprintf(" loads=%v", w.Loads)
 		}
@@ -295,9 +343,13 @@ func worker(id string) func(context.Context, Store) (string, error) {
 	}
 }
 
+// workerBases names the process whose counter base a worker's counters
+// are shown from: the first to write its item (see counterBase).
+var workerBases = map[string]string{"a": "n1", "b": "n3", "c": "n4"}
+
 func removeWorker(id string, counter int64) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.RemoveWorker(ctx, arn, id, counter)
+		return "", st.RemoveWorker(ctx, arn, id, counter+counterBase(Presence{Nonce: workerBases[id]}))
 	}
 }
 
@@ -345,7 +397,7 @@ func scan(consistent bool) func(context.Context, Store) (string, error) {
 			shards = append(shards, s.ShardID)
 		}
 		for _, w := range sc.Workers {
-			workers = append(workers, fmt.Sprintf("%s:%d:%s", w.ID, w.Counter, w.Nonce))
+			workers = append(workers, fmt.Sprintf("%s:%d:%s", w.ID, w.Counter-counterBase(Presence{Nonce: workerBases[w.ID]}), w.Nonce))
 		}
 		slices.Sort(shards)
 		slices.Sort(workers)

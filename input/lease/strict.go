@@ -19,7 +19,7 @@ var shardAttrTypes = map[string]string{
 	attrKey: "S", attrKind: "S", attrStream: "S", attrShard: "S", attrOwner: "S",
 	attrCounter: "N", attrCheckpoint: "S", attrSubSequence: "N", attrPartial: "BOOL",
 	attrParents: "SS", attrStartKind: "S", attrStartTime: "S", attrShardStart: "S",
-	attrHandoffTo: "S", attrWriteID: "S",
+	attrHandoffTo: "S", attrWriteID: "S", attrOwnerNonce: "S", attrHandoffNonce: "S",
 }
 
 // AttrType names the DynamoDB type of an attribute value (S, N, BOOL, ...).

@@ -364,9 +364,14 @@ type Write struct {
 	// Checkpoint, when set, is stored (position, or end).
 	Checkpoint *checkpoint.Checkpoint
 	// Release gives the lease up: to HandOver, or free when that is empty.
-	Release   bool
-	HandOver  string
-	KeepAsked bool // leave a handoff request in place (a renewal)
+	Release  bool
+	HandOver string
+	// HandOverNonce is the nonce of the process of HandOver that asked
+	// (Shard.HandoffNonce): the handover is made only while that process
+	// still asks, and the lease becomes that process's. Empty: an ask
+	// written without a nonce.
+	HandOverNonce string
+	KeepAsked     bool // leave a handoff request in place (a renewal)
 }
 
 // Hold writes as the holder of a shard's lease: owner me at counter. It
@@ -399,20 +404,31 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		}
 	}
 	if !w.KeepAsked {
-		names["#h"] = attrHandoffTo
-		removes = append(removes, "#h")
+		names["#h"], names["#hn"] = attrHandoffTo, attrHandoffNonce
+		removes = append(removes, "#h", "#hn")
 	}
 	cond := "#o = :me AND #c = :c"
 	if w.Release {
-		if w.HandOver != "" {
+		names["#on"] = attrOwnerNonce
+		switch {
+		case w.HandOver != "":
 			// Only while the instance still asks for it: one that withdrew
-			// its ask (it is stopping) must not be handed the lease.
+			// its ask (it is stopping) must not be handed the lease, nor
+			// may a later process of its name that did not ask.
 			values[":to"] = str(w.HandOver)
 			names["#h"] = attrHandoffTo
 			sets = append(sets, "#o = :to")
 			cond += " AND #h = :to"
-		} else {
-			removes = append(removes, "#o")
+			if w.HandOverNonce != "" {
+				names["#hn"] = attrHandoffNonce
+				values[":tonce"] = str(w.HandOverNonce)
+				sets = append(sets, "#on = :tonce")
+				cond += " AND #hn = :tonce"
+			} else {
+				removes = append(removes, "#on")
+			}
+		default:
+			removes = append(removes, "#o", "#on")
 		}
 	}
 	expr := "SET " + strings.Join(sets, ", ")
@@ -452,7 +468,7 @@ func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, coun
 	if w.Release {
 		owner = w.HandOver
 	}
-	if ok && w.HandOver != "" && it.Owner == me && it.Counter == counter && it.HandoffTo != w.HandOver {
+	if ok && w.HandOver != "" && it.Owner == me && it.Counter == counter && (it.HandoffTo != w.HandOver || it.HandoffNonce != w.HandOverNonce) {
 		return it, ErrWithdrawn
 	}
 	if !ok || it.Owner != owner || it.Counter != counter+1 || getS(raw, attrWriteID) != token {
@@ -468,23 +484,29 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Take makes me the owner of a shard's lease as scanned: free or held by
-// from, at counter. It returns the item as taken, or ErrLost when it
-// changed since.
-func (t *Table) Take(ctx context.Context, s Shard, me string) (Shard, error) {
+// Take makes me (the process of nonce) the owner of a shard's lease as
+// scanned: free or held by s.Owner, at s.Counter. It returns the item as
+// taken, or ErrLost when it changed since.
+func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, error) {
 	cond := "attribute_not_exists(#o) AND #c = :c"
 	values := map[string]types.AttributeValue{":me": str(me), ":c": num(s.Counter), ":next": num(s.Counter + 1)}
 	if s.Owner != "" {
 		cond = "#o = :from AND #c = :c"
 		values[":from"] = str(s.Owner)
 	}
+	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on"
+	if nonce != "" {
+		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn"
+		values[":nonce"] = str(nonce)
+	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.name),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
-		UpdateExpression:          aws.String("SET #o = :me, #c = :next REMOVE #h"),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#o": attrOwner, "#c": attrCounter, "#h": attrHandoffTo},
+		TableName:              aws.String(t.name),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		Key:                    map[string]types.AttributeValue{attrKey: str(s.Key())},
+		UpdateExpression:       aws.String(update),
+		ConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames: map[string]string{"#o": attrOwner, "#on": attrOwnerNonce, "#c": attrCounter,
+			"#h": attrHandoffTo, "#hn": attrHandoffNonce},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
@@ -500,16 +522,23 @@ func (t *Table) Take(ctx context.Context, s Shard, me string) (Shard, error) {
 // Ask asks the owner of a shard's lease to hand it over to me once it has
 // written its last checkpoint. It does not move the counter: the owner keeps
 // the lease until it hands it over. ErrLost: the owner changed, or someone
-// asked first.
-func (t *Table) Ask(ctx context.Context, s Shard, me string) error {
+// asked first. nonce is the asking process's (Worker.Nonce): the holder
+// hands the lease over only while that process lives and asks.
+func (t *Table) Ask(ctx context.Context, s Shard, me, nonce string) error {
+	update := "SET #h = :me REMOVE #hn"
+	values := map[string]types.AttributeValue{":me": str(me), ":owner": str(s.Owner)}
+	if nonce != "" {
+		update = "SET #h = :me, #hn = :nonce"
+		values[":nonce"] = str(nonce)
+	}
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
-		UpdateExpression:          aws.String("SET #h = :me"),
+		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String("#o = :owner AND attribute_not_exists(#h)"),
-		ExpressionAttributeNames:  map[string]string{"#o": attrOwner, "#h": attrHandoffTo},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(me), ":owner": str(s.Owner)},
+		ExpressionAttributeNames:  map[string]string{"#o": attrOwner, "#h": attrHandoffTo, "#hn": attrHandoffNonce},
+		ExpressionAttributeValues: values,
 	})
 	if conditionFailed(err) {
 		return ErrLost
@@ -527,9 +556,9 @@ func (t *Table) Withdraw(ctx context.Context, s Shard, me string) error {
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(s.Key())},
-		UpdateExpression:          aws.String("REMOVE #h"),
+		UpdateExpression:          aws.String("REMOVE #h, #hn"),
 		ConditionExpression:       aws.String("#h = :me"),
-		ExpressionAttributeNames:  map[string]string{"#h": attrHandoffTo},
+		ExpressionAttributeNames:  map[string]string{"#h": attrHandoffTo, "#hn": attrHandoffNonce},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":me": str(me)},
 	})
 	if err != nil && !conditionFailed(err) {
@@ -584,13 +613,13 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 // ErrDuplicateInstance and changes nothing. takeOver writes the nonce
 // whatever it was (the other process is known to be gone).
 func (t *Table) Heartbeat(ctx context.Context, streamARN, me string, p Presence, takeOver bool) error {
-	set := "SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :zero) + :one, #n = :nonce, #l = :loads"
+	set := "SET #k2 = :kind, #s = :s, #o = :me, #c = if_not_exists(#c, :base) + :one, #n = :nonce, #l = :loads, #hl = :held"
 	names := map[string]string{
-		"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads,
+		"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads, "#hl": attrHeld,
 	}
 	values := map[string]types.AttributeValue{
-		":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":zero": num(0), ":one": num(1), ":nonce": str(p.Nonce),
-		":loads": encodeLoads(p.Loads),
+		":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":base": num(counterBase(p)), ":one": num(1), ":nonce": str(p.Nonce),
+		":loads": encodeLoads(p.Loads), ":held": encodeHeld(p.Held),
 	}
 	names["#cf"] = attrConfig
 	if p.Config != nil {

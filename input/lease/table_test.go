@@ -50,7 +50,7 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("second create: %+v, %v; want the first item", again, err)
 	}
 
-	a, err := tb.Take(ctx, it, "a")
+	a, err := tb.Take(ctx, it, "a", "")
 	if err != nil || a.Owner != "a" || a.Counter != 1 {
 		t.Fatalf("take by a: %+v, %v", a, err)
 	}
@@ -60,7 +60,7 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("checkpoint by a: %+v, %v", a, err)
 	}
 	// b takes it as scanned (a's lease expired by b's clock).
-	b, err := tb.Take(ctx, a, "b")
+	b, err := tb.Take(ctx, a, "b", "")
 	if err != nil || b.Owner != "b" || b.Counter != 3 || *b.Checkpoint.Position != *pos {
 		t.Fatalf("take by b: %+v, %v", b, err)
 	}
@@ -77,7 +77,7 @@ func TestFencing(t *testing.T) {
 		}
 	}
 	// A take with a stale scan fails too.
-	if _, err := tb.Take(ctx, a, "c"); !errors.Is(err, ErrLost) {
+	if _, err := tb.Take(ctx, a, "c", ""); !errors.Is(err, ErrLost) {
 		t.Fatalf("take of a stale scan: %v, want ErrLost", err)
 	}
 	got, ok, err := tb.Get(ctx, arn, it.ShardID)
@@ -87,10 +87,10 @@ func TestFencing(t *testing.T) {
 
 	// c asks b for it; b's renewal sees the request, and its handover
 	// writes the last checkpoint and makes c the owner.
-	if err := tb.Ask(ctx, got, "c"); err != nil {
+	if err := tb.Ask(ctx, got, "c", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Ask(ctx, got, "d"); !errors.Is(err, ErrLost) {
+	if err := tb.Ask(ctx, got, "d", ""); !errors.Is(err, ErrLost) {
 		t.Fatalf("a second ask: %v, want ErrLost", err)
 	}
 	b, err = tb.Hold(ctx, arn, it.ShardID, "b", got.Counter, Write{KeepAsked: true})
@@ -102,7 +102,7 @@ func TestFencing(t *testing.T) {
 		t.Fatalf("handover: %+v, %v", b, err)
 	}
 	// The end is stored as SHARD_END, and the lease freed.
-	c, err := tb.Take(ctx, b, "c")
+	c, err := tb.Take(ctx, b, "c", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +243,11 @@ func TestWithdrawnAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := tb.Take(ctx, it, "a")
+	a, err := tb.Take(ctx, it, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Ask(ctx, a, "b"); err != nil {
+	if err := tb.Ask(ctx, a, "b", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := tb.Withdraw(ctx, a, "b"); err != nil {
@@ -275,7 +275,7 @@ func TestRetriedWriteIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := tb.Take(ctx, it, "a")
+	a, err := tb.Take(ctx, it, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestOverwriteFencesTheHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := tb.Take(ctx, it, "a")
+	held, err := tb.Take(ctx, it, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestReplaceContinuesTheCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := tb.Take(ctx, old, "a")
+	held, err := tb.Take(ctx, old, "a", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestReplaceContinuesTheCounter(t *testing.T) {
 	if err != nil || got.Owner != "" || got.Counter != held.Counter+1 || got.Checkpoint.ShardStart != "300" {
 		t.Fatalf("after the replace: %+v, %v; want free at counter %d, start 300", got, err, held.Counter+1)
 	}
-	if _, err := tb.Take(ctx, got, "a"); err != nil {
+	if _, err := tb.Take(ctx, got, "a", ""); err != nil {
 		t.Fatal(err)
 	}
 	stale := &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: "150"}}
@@ -403,7 +403,7 @@ func TestReplaceRace(t *testing.T) {
 
 	held, err := tb.Create(ctx, shard("shardId-000000000004", "100"))
 	if err == nil {
-		held, err = tb.Take(ctx, held, "a")
+		held, err = tb.Take(ctx, held, "a", "")
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +470,7 @@ func TestHeartbeatNonce(t *testing.T) {
 		t.Fatalf("heartbeat of a second process with the same instance id: %v, want ErrDuplicateInstance", err)
 	}
 	w, ok, err := tb.GetWorker(ctx, arn, "a")
-	if err != nil || !ok || !reflect.DeepEqual(w, Worker{ID: "a", Counter: 2, Nonce: "first"}) {
+	if err != nil || !ok || !reflect.DeepEqual(w, Worker{ID: "a", Counter: counterBase(Presence{Nonce: "first"}) + 2, Nonce: "first", Held: map[string]bool{}, Listed: true}) {
 		t.Fatalf("after the refused heartbeat: %+v, %v, %v; want counter 2, nonce first", w, ok, err)
 	}
 	if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "second"}, true); err != nil {
@@ -480,7 +480,7 @@ func TestHeartbeatNonce(t *testing.T) {
 		t.Fatalf("heartbeat of the process whose presence was taken over: %v, want ErrDuplicateInstance", err)
 	}
 	sc, err := tb.ScanConsistent(ctx, arn)
-	if err != nil || len(sc.Workers) != 1 || !reflect.DeepEqual(sc.Workers[0], Worker{ID: "a", Counter: 3, Nonce: "second"}) {
+	if err != nil || len(sc.Workers) != 1 || !reflect.DeepEqual(sc.Workers[0], Worker{ID: "a", Counter: counterBase(Presence{Nonce: "first"}) + 3, Nonce: "second", Held: map[string]bool{}, Listed: true}) {
 		t.Fatalf("scan after the take-over: %+v, %v; want a at counter 3, nonce second", sc.Workers, err)
 	}
 
@@ -494,7 +494,7 @@ func TestHeartbeatNonce(t *testing.T) {
 	if err := tb.Heartbeat(ctx, arn, "old", Presence{Nonce: "new"}, false); err != nil {
 		t.Fatalf("heartbeat on an item without a nonce: %v", err)
 	}
-	if w, _, _ := tb.GetWorker(ctx, arn, "old"); !reflect.DeepEqual(w, Worker{ID: "old", Counter: 8, Nonce: "new"}) {
+	if w, _, _ := tb.GetWorker(ctx, arn, "old"); !reflect.DeepEqual(w, Worker{ID: "old", Counter: 8, Nonce: "new", Held: map[string]bool{}, Listed: true}) {
 		t.Fatalf("item without a nonce after a heartbeat: %+v; want counter 8, nonce new", w)
 	}
 }
@@ -518,13 +518,14 @@ func TestRemoveWorker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := tb.RemoveWorker(ctx, arn, "a", 1); err != nil {
+	base := counterBase(Presence{Nonce: "n"})
+	if err := tb.RemoveWorker(ctx, arn, "a", base+1); err != nil {
 		t.Fatalf("remove at a counter the worker moved past: %v", err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); !ok {
 		t.Fatal("a worker that moved on was removed")
 	}
-	if err := tb.RemoveWorker(ctx, arn, "a", 2); err != nil {
+	if err := tb.RemoveWorker(ctx, arn, "a", base+2); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); ok {

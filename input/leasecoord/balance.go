@@ -15,6 +15,8 @@ type claim struct {
 	// the plan gave it to (see planFree): anyone with room takes it.
 	overdue bool
 	asked   string // the instance that asked its owner for it, if any
+	// dwelling: it changed hands within the dwell: not moved by load.
+	dwelling bool
 	// load is the shard's throughput in bytes/s, smoothed, as its holder
 	// published it; measured says whether it did (a free shard, or one
 	// whose holder has no figure yet, is not measured: load is then 0).
@@ -72,10 +74,11 @@ func balance(me string, claims []claim, live map[string]bool, steals int) (take,
 	if mine >= share || steals <= 0 {
 		return take, ask
 	}
-	// Ask the most loaded holders, one lease each per round.
+	// Ask the most loaded live holders, one lease each per round (one not
+	// alive is not asked: its leases expire, or it comes back).
 	byOwner := map[string][]claim{}
 	for _, c := range claims {
-		if c.owner != "" && c.owner != me && !c.expired && c.asked == "" {
+		if c.owner != "" && c.owner != me && live[c.owner] && !c.expired && c.asked == "" {
 			byOwner[c.owner] = append(byOwner[c.owner], c)
 		}
 	}

@@ -12,8 +12,16 @@ const (
 	loadFloor = 1024
 	// loadMargin is the hysteresis of a move by load, as a fraction of the
 	// mean instance load: a move must lower the busier side of its pair by
-	// at least this much, so that noise in the measurements moves nothing.
+	// at least this much. The meters' noise is well below it: each is
+	// smoothed over three lease periods (loadWindow) and a lease that moves
+	// keeps its rate (leaseBook.took).
 	loadMargin = 0.1
+	// alikeSpread is how far apart, as a fraction of the lightest, the
+	// leases of two instances may weigh and still count as alike: between
+	// instances holding alike leases only the count moves leases (two
+	// apart or more), so that equal shards whose counts are within one
+	// never move on noise.
+	alikeSpread = 0.2
 )
 
 // balanceLoad is balance by measured load: it decides which leases me takes
@@ -41,7 +49,9 @@ const (
 //     lease whose move best evens the two. A lease of load l is worth
 //     moving from a giver of load g to an asker of load a when either
 //     by load: l > 0 and a+l <= g - loadMargin*mean, mean the mean
-//     instance load (the busier side of the pair drops clearly), or
+//     instance load (the busier side of the pair drops clearly), the
+//     lease did not change hands within the dwell (leaseView.dwelling),
+//     and the two do not hold alike leases only (alikeSpread), or
 //     by count: the giver holds at least two leases more and
 //     a+l <= g - m/2, m the mean lease weight (the counts even out and the
 //     busier side drops by at least half an average lease, more than
@@ -114,6 +124,7 @@ type loadBook struct {
 	weight  func(claim) float64
 	load    map[string]float64
 	count   map[string]int
+	weights map[string][]float64 // of the leases counted as each instance's
 	askable map[string][]claim
 	unsure  map[string]bool // instances holding a lease not measured
 	free    []claim
@@ -132,7 +143,7 @@ type planned struct {
 // live does not say so.
 func newLoadBook(me string, claims []claim, live map[string]bool, weight func(claim) float64) *loadBook {
 	b := &loadBook{weight: weight, load: map[string]float64{}, count: map[string]int{me: 0},
-		askable: map[string][]claim{}, unsure: map[string]bool{}}
+		weights: map[string][]float64{}, askable: map[string][]claim{}, unsure: map[string]bool{}}
 	for id := range live {
 		b.count[id] = 0
 	}
@@ -151,7 +162,7 @@ func newLoadBook(me string, claims []claim, live map[string]bool, weight func(cl
 		default:
 			b.add(c.owner, c)
 			b.unsure[c.owner] = b.unsure[c.owner] || !c.measured
-			if c.asked == "" {
+			if c.asked == "" && live[c.owner] {
 				b.askable[c.owner] = append(b.askable[c.owner], c)
 			}
 		}
@@ -164,6 +175,19 @@ func newLoadBook(me string, claims []claim, live map[string]bool, weight func(cl
 func (b *loadBook) add(id string, c claim) {
 	b.load[id] += b.weight(c)
 	b.count[id]++
+	b.weights[id] = append(b.weights[id], b.weight(c))
+}
+
+// alike reports whether the leases of x and y all weigh about the same
+// (within alikeSpread of the lightest).
+func (b *loadBook) alike(x, y string) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, id := range []string{x, y} {
+		for _, w := range b.weights[id] {
+			lo, hi = min(lo, w), max(hi, w)
+		}
+	}
+	return hi <= lo*(1+alikeSpread)
 }
 
 // splitFree gives the free leases, heaviest first, each to the least
@@ -229,9 +253,10 @@ func (b *loadBook) bestAsk(asker string) (claim, bool) {
 	for _, g := range givers {
 		var best claim
 		gap := math.Inf(1)
+		alike := b.alike(g, asker)
 		for _, c := range b.askable[g] {
 			l := b.weight(c)
-			if !b.worthMoving(l, g, asker, b.unsure[asker] || b.unsure[g]) {
+			if !b.worthMoving(c, g, asker, b.unsure[asker] || b.unsure[g] || alike) {
 				continue
 			}
 			if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
@@ -245,12 +270,13 @@ func (b *loadBook) bestAsk(asker string) (claim, bool) {
 	return claim{}, false
 }
 
-// worthMoving reports whether a lease of load l is worth moving from giver
-// to asker: by load or by count, as balanceLoad says; only by count when
-// either holds a lease not measured yet (unsure): its load is a guess.
-func (b *loadBook) worthMoving(l float64, giver, asker string, unsure bool) bool {
-	a, g := b.load[asker], b.load[giver]
-	if !unsure && l > 0 && a+l <= g-b.margin {
+// worthMoving reports whether lease c is worth moving from giver to
+// asker: by load or by count, as balanceLoad says; only by count when
+// byCount is set (either holds a lease not measured yet, whose load is a
+// guess, or the two hold alike leases only).
+func (b *loadBook) worthMoving(c claim, giver, asker string, byCount bool) bool {
+	l, a, g := b.weight(c), b.load[asker], b.load[giver]
+	if !byCount && !c.dwelling && l > 0 && a+l <= g-b.margin {
 		return true
 	}
 	return b.count[giver] >= b.count[asker]+2 && a+l <= g-b.lease/2
@@ -264,5 +290,9 @@ func (b *loadBook) move(c claim, asker string) {
 	}
 	b.load[c.owner] -= b.weight(c)
 	b.count[c.owner]--
+	if ws := b.weights[c.owner]; len(ws) > 0 {
+		i := slices.Index(ws, b.weight(c))
+		b.weights[c.owner] = slices.Delete(ws, i, i+1)
+	}
 	b.add(asker, c)
 }

@@ -20,18 +20,19 @@ import (
 func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
-	now := time.Now()
-	c.fenced(c.book.fence(now))
+	start := c.clock.Now()
+	c.fenced(c.book.fence(start))
 	var errs []error
-	if now.Sub(c.beat) >= c.period/3 {
+	if start.Sub(c.lastBeat) >= c.period/3 {
 		errs = append(errs, c.heartbeat(ctx))
 	}
-	ws := c.book.due()
+	now := c.clock.Now()
+	ws := c.book.due(now, c.view.judge(now))
 	errs = append(errs, c.writeAll(ctx, ws))
-	if took := time.Since(now); len(ws) > 0 && took > c.period/3 {
+	if took := c.clock.Now().Sub(now); len(ws) > 0 && took > c.period/3 {
 		c.st.Log.Warnf("stream %s: writing %d leases took %v, more than a third of lease_period (%v): leases may lapse and their shards stop; raise checkpoint.dynamodb.lease_period, or run more instances", c.st.Name, len(ws), took.Round(time.Millisecond), c.period)
 	}
-	c.st.Metrics.SinceRenewal.Set(c.book.oldestRenewal(time.Now()).Milliseconds(), c.st.Name)
+	c.st.Metrics.SinceRenewal.Set(c.book.oldestRenewal(c.clock.Now()).Milliseconds(), c.st.Name)
 	if err := errors.Join(errs...); err != nil {
 		c.st.Metrics.CommitFailures.Incr(1, c.st.Name)
 		return fmt.Errorf("stream %s: lease table: %w", c.st.Name, err)
@@ -42,15 +43,18 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat moves this instance's worker item (saveMu held), renewing
-// every lease it holds from the moment it was sent. Another process that
-// took over this instance's name stops this one: it drops every lease and
-// reads nothing more.
+// heartbeat moves this instance's worker item (saveMu held), listing the
+// leases it holds: each that had not lapsed when the answer came is
+// renewed from the moment it was sent (leaseBook.beaten). Another process
+// that took over this instance's name stops this one: it drops every lease
+// and reads nothing more.
 func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
-	hctx, cancel := context.WithTimeout(ctx, c.period/3)
+	hctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 	defer cancel()
-	sent := time.Now()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: c.book.loads(sent), Config: c.config}, false)
+	sent := c.clock.Now()
+	listed, loads := c.book.presence(sent)
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats}, false)
+	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		if !c.impostor.Swap(true) {
 			c.book.dropAll(errLeaseLost)
@@ -59,8 +63,8 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 		return err
 	}
 	if err == nil {
-		c.beat = sent
-		c.fenced(c.book.beaten(sent))
+		c.lastBeat = sent
+		c.fenced(c.book.beaten(sent, c.clock.Now(), listed))
 	}
 	return err
 }
@@ -79,7 +83,7 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 	for len(ws) > 0 {
 		var mu sync.Mutex
 		var next []leaseWrite
-		parallel(len(ws), func(i int) {
+		c.parallel(len(ws), func(i int) {
 			then, err := c.write(ctx, ws[i])
 			mu.Lock()
 			defer mu.Unlock()
@@ -101,8 +105,8 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 // their lease period). It returns the handover write that an ask in its
 // answer made due now.
 func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite, error) {
-	sent := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, c.period/3)
+	sent := c.clock.Now()
+	wctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 	it, err := c.table.Hold(wctx, c.st.ARN, w.shard(), c.me, w.counter, w.w)
 	cancel()
 	if err != nil {
@@ -111,31 +115,44 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 	c.book.wrote(w, it, sent)
 	if w.w.Release {
 		if w.cp.Ended {
-			c.pos.Set(w.shard(), w.cp) // the end is durable: the children may be read
+			// The end is durable: the children may be read. Not in the
+			// positions of a stream created again since it was sent.
+			c.pos.SetIn(w.h.epoch, w.shard(), w.cp)
 		}
 		if w.w.HandOver != "" {
 			c.st.Metrics.LeasesHandedOver.Incr(1, c.st.Name)
-			c.st.Log.Infof("stream %s shard %s: handed its lease over to %s after its last checkpoint", c.st.Name, w.shard(), w.w.HandOver)
+			if w.unsettled {
+				c.st.Log.Warnf("stream %s shard %s: handed its lease over to %s before every record handed out was acknowledged (none within %v): the next holder reads those again", c.st.Name, w.shard(), w.w.HandOver, c.period)
+			} else {
+				c.st.Log.Infof("stream %s shard %s: handed its lease over to %s after its last checkpoint", c.st.Name, w.shard(), w.w.HandOver)
+			}
 		}
 		return nil, nil
 	}
-	return c.asked(w.shard(), it.HandoffTo), nil
+	return c.asked(it), nil
 }
 
-// asked handles an ask seen on a held lease's item: an asker known dead
-// has its ask removed by the next write; any other (alive, or not seen
-// yet: its ask is fresher than this instance's last scan) is handed the
-// lease once its reader settled. It returns the handover write when that
-// is due now.
-func (c *leaseCoordinator) asked(shardID, by string) *leaseWrite {
-	if by == "" || by == c.me {
+// asked handles an ask seen on a held lease's item, by what is known of
+// the asking process (see leaseView.judge): one known dead has its ask
+// removed by the next write; one alive is handed the lease once its
+// reader settled, if it is still alive then; one not known alive yet (its
+// ask is fresher than this instance's last scan) leaves the lease as it
+// is, read on, until it is known either way: every scan shows the ask
+// again. It returns the handover write when that is due now.
+func (c *leaseCoordinator) asked(it lease.Shard) *leaseWrite {
+	if it.HandoffTo == "" {
 		return nil
 	}
-	if c.view.dead(by, time.Now()) {
-		c.book.clearAsk(shardID)
+	now := c.clock.Now()
+	judge := c.view.judge(now)
+	switch judge(it.HandoffTo, it.HandoffNonce, c.view.askSeen(it, now)) {
+	case askerDead:
+		c.book.clearAsk(it.ShardID)
+		return nil
+	case askerUnknown:
 		return nil
 	}
-	if w, due := c.book.askedFor(shardID, by); due {
+	if w, due := c.book.askedFor(it.ShardID, it.HandoffTo, it.HandoffNonce, now, judge); due {
 		return &w
 	}
 	return nil
@@ -197,7 +214,7 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 		mu.Unlock()
 	}
 	ws := c.book.releaseAll()
-	parallel(len(ws), func(i int) {
+	c.parallel(len(ws), func(i int) {
 		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, ws[i].w); err != nil {
 			fail(err)
 		}
@@ -210,10 +227,10 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 			fail(err)
 			break
 		}
-		parallel(len(sc.Shards), func(i int) {
+		c.parallel(len(sc.Shards), func(i int) {
 			it := sc.Shards[i]
 			switch {
-			case it.Owner == c.me:
+			case c.view.mine(it): // handed to this process, not taken up
 				if err := c.free(ctx, it, lease.Write{Release: true}); err != nil {
 					fail(err)
 				}
@@ -256,11 +273,17 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 	return nil
 }
 
-// parallel calls do for 0 to n-1, leaseWriters at a time, and returns once
-// every call returned.
-func parallel(n int, do func(i int)) {
+// parallel calls do for 0 to n-1, c.writers at a time, and returns once
+// every call returned; one at a time, in order, without goroutines.
+func (c *leaseCoordinator) parallel(n int, do func(i int)) {
+	if c.writers <= 1 {
+		for i := range n {
+			do(i)
+		}
+		return
+	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, leaseWriters)
+	sem := make(chan struct{}, c.writers)
 	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}

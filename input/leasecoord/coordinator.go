@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,15 +46,21 @@ type Options struct {
 	// with every heartbeat and compared with the other instances' (see
 	// configs.go); nil: unknown, nothing is compared.
 	Config map[string]string
+	// Clock is the time the coordinators live by; nil: the wall clock.
+	Clock Clock
 }
 
 // leaseCoordination is the lease table shared by the input's streams.
 type leaseCoordination struct {
 	table lease.Store
 	conf  Options
-	// nonce tells this process's worker items apart from those of another
-	// process started with the same instance_id.
+	clock Clock
+	// nonce tells this process's worker items and leases apart from those
+	// of another process started with the same instance_id.
 	nonce string
+	// writers bounds the table writes a coordinator makes at once
+	// (leaseWriters; the simulation makes one at a time).
+	writers int
 }
 
 // New returns the coordination of instances sharing streams through the
@@ -62,7 +70,7 @@ func New(t lease.Store, o Options) coord.Coordination { return newLeaseCoordinat
 func newLeaseCoordination(t lease.Store, o Options) *leaseCoordination {
 	var b [8]byte
 	rand.Read(b[:])
-	return &leaseCoordination{table: t, conf: o, nonce: hex.EncodeToString(b[:])}
+	return &leaseCoordination{table: t, conf: o, clock: cmp.Or[Clock](o.Clock, wallClock{}), nonce: hex.EncodeToString(b[:]), writers: leaseWriters}
 }
 
 func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.Coordinator {
@@ -73,7 +81,8 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 	return &leaseCoordinator{
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce, group: c.conf.Group, config: c.conf.Config, tableFlags: cmp.Or(c.conf.TableFlags, checkpoint.TableFlags(c.table.Name(), c.conf.Group)),
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, byLoad: c.conf.ByLoad, pos: pos,
-		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.conf.LeasePeriod),
+		clock: c.clock, writers: c.writers, saveMu: c.clock.NewMutex(),
+		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.nonce, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
 	}
 }
@@ -99,7 +108,7 @@ func (c *leaseCoordination) CommitEvery(commitPeriod time.Duration) time.Duratio
 // Bound bounds a step of Close by a lease period: unreleased leases expire
 // a lease period later anyway.
 func (c *leaseCoordination) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.conf.LeasePeriod)
+	return c.clock.WithTimeout(ctx, c.conf.LeasePeriod)
 }
 
 func (c *leaseCoordination) Close() error { return nil }
@@ -123,15 +132,20 @@ type leaseCoordinator struct {
 	period       time.Duration
 	steals       int
 	// byLoad balances by the shards' measured loads (balanceLoad).
-	byLoad bool
-	pos    *coord.Positions
-	book   *leaseBook
-	view   *leaseView
+	byLoad  bool
+	pos     *coord.Positions
+	book    *leaseBook
+	view    *leaseView
+	clock   Clock
+	writers int
 
 	// saveMu serializes the writes of held leases and of the worker item:
 	// commits, the end of a shard, a handover, the release.
-	saveMu sync.Mutex
-	beat   time.Time // the last successful heartbeat (under saveMu)
+	saveMu sync.Locker
+	// lastBeat is when the last successful heartbeat was sent, and beats
+	// how many were sent (under saveMu).
+	lastBeat time.Time
+	beats    int64
 	// impostor is set once another process took over this instance's
 	// name: this one reads nothing more.
 	impostor atomic.Bool
@@ -175,7 +189,7 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 		// Another instance started first and is pinning the first shards:
 		// read its items rather than race it for each (for a while: it may
 		// have died meanwhile).
-		c.pinWait = time.Now().Add(c.period)
+		c.pinWait = c.clock.Now().Add(c.period)
 	}
 	recreated := false
 	if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
@@ -191,7 +205,7 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 	if err != nil {
 		return coord.FirstPin{}, err
 	}
-	c.reportBroken(sc, time.Now())
+	c.reportBroken(sc, c.clock.Now())
 	st := checkpoint.Stream{ARN: c.st.ARN, Created: c.created, Shards: map[string]checkpoint.Checkpoint{}}
 	if !recreated {
 		for _, it := range sc.Shards {
@@ -199,48 +213,50 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 		}
 	}
 	c.pos.Replace(st)
-	c.view.observe(sc, time.Now())
+	c.view.observe(sc, c.clock.Now())
 	return coord.FirstPin{Due: !item.Pinned, Start: item.Start}, nil
 }
 
 // join writes this instance's worker item for this process. An item of
 // this instance's name written by another process (another nonce) is
-// watched for half a lease period first: if it moves, another process
-// runs with this instance_id, and this one refuses to start.
+// watched for a lease period first: a live process moves it at least every
+// third of one, so if it moves, another process runs with this
+// instance_id, and this one refuses to start. One that did not move for a
+// lease period has no lease its heartbeat renews; the leases of its name
+// are that process's, not this one's (see leaseView.mine): they are taken
+// once expired by the usual rules, like any other instance's.
 func (c *leaseCoordinator) join(ctx context.Context) error {
 	w, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
 	if err != nil {
 		return err
 	}
-	if ok && w.Nonce != "" && w.Nonce != c.nonce {
-		deadline := time.Now().Add(c.period / 2)
-		for time.Now().Before(deadline) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(c.period / 12):
+	if ok && w.Nonce != c.nonce {
+		watch := c.period + c.period/12
+		for deadline := c.clock.Now().Add(watch); c.clock.Now().Before(deadline); {
+			if err := c.clock.Sleep(ctx, c.period/12); err != nil {
+				return err
 			}
 			now, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
 			if err != nil {
 				return err
 			}
-			if ok && now.Nonce == w.Nonce && now.Counter != w.Counter {
-				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
-					c.st.Name, c.me, c.table.Name(), c.period/2)
+			if !ok {
+				break // it left, or was removed as dead
 			}
-			if !ok || now.Nonce != w.Nonce {
-				break
+			if now.Nonce != w.Nonce || now.Counter != w.Counter {
+				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
+					c.st.Name, c.me, c.table.Name(), watch)
 			}
 		}
 	}
-	sent := time.Now()
-	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config}, true); err != nil {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	sent := c.clock.Now()
+	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config, Held: []string{}, Beat: c.beats}, true); err != nil {
 		return err
 	}
-	c.saveMu.Lock()
-	c.beat = sent
-	c.fenced(c.book.beaten(sent))
-	c.saveMu.Unlock()
+	c.beats++
+	c.lastBeat = sent
 	return nil
 }
 
@@ -248,7 +264,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 // start. The first pin of a stream whose item another instance wrote first
 // waits (a lease period at most) for that instance's items instead.
 func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) error {
-	if first && time.Now().Before(c.pinWait) {
+	if first && c.clock.Now().Before(c.pinWait) {
 		pinned, err := c.awaitFirstPin(ctx)
 		if err != nil {
 			return err
@@ -287,13 +303,11 @@ func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
 			c.pinWait = time.Time{}
 			return true, nil
 		}
-		if !time.Now().Before(c.pinWait) {
+		if !c.clock.Now().Before(c.pinWait) {
 			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := c.clock.Sleep(ctx, min(200*time.Millisecond, c.period/10)); err != nil {
+			return false, err
 		}
 	}
 }
@@ -311,7 +325,8 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 		err error
 	}
 	var todo []lease.Shard
-	for id, parents := range c.unstored {
+	for _, id := range slices.Sorted(maps.Keys(c.unstored)) {
+		parents := c.unstored[id]
 		if c.broken.scannedShard(id) {
 			continue // its item is malformed: reported, not replaced
 		}
@@ -319,7 +334,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents})
 	}
 	results := make([]result, len(todo))
-	parallel(len(todo), func(i int) {
+	c.parallel(len(todo), func(i int) {
 		want := todo[i]
 		got, err := c.table.Create(ctx, want)
 		if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
@@ -357,7 +372,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 // case the listing that lacks it is only behind; it is never taken
 // unlisted).
 func (c *leaseCoordinator) Prune(listed map[string]coord.Shard) []string {
-	c.listed, c.listedAt = listed, time.Now()
+	c.listed, c.listedAt = listed, c.clock.Now()
 	unfinished, finished := c.pos.Prune(listed)
 	for _, id := range append(unfinished, finished...) {
 		delete(c.unstored, id)
@@ -384,7 +399,7 @@ func (c *leaseCoordinator) Acquire(shardID string, stop context.CancelCauseFunc)
 	if _, unstored := c.unstored[shardID]; unstored {
 		return nil, false
 	}
-	g, ok := c.book.grant(c, shardID, stop, time.Now())
+	g, ok := c.book.grant(c, shardID, stop, c.clock.Now())
 	if !ok {
 		return nil, false
 	}
@@ -399,6 +414,17 @@ type leaseGrant struct {
 	h    *heldLease
 	cp   checkpoint.Checkpoint
 	stop context.CancelCauseFunc
+	// settle ends the wait for what the reader handed out (Stopped), once
+	// the book detached it; nil until it waits (under the book's lock).
+	settle context.CancelFunc
+}
+
+// detach ends the reader's settle wait: what it acknowledges no longer
+// counts. Must hold the book's lock.
+func (g *leaseGrant) detach() {
+	if g.settle != nil {
+		g.settle()
+	}
 }
 
 func (g *leaseGrant) Start() checkpoint.Checkpoint { return g.cp }
@@ -407,7 +433,7 @@ func (g *leaseGrant) Acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
 
 func (g *leaseGrant) Until() time.Time { return g.c.book.until(g) }
 
-func (g *leaseGrant) Read(bytes int) { g.h.meter.Add(bytes, time.Now()) }
+func (g *leaseGrant) Read(bytes int) { g.h.meter.Add(bytes, g.c.clock.Now()) }
 
 // errNotHeld: the end of a shard cannot be stored under a lease that is no
 // longer held as the reader was given it.
@@ -423,31 +449,26 @@ func (g *leaseGrant) Ended(ctx context.Context, last *checkpoint.Position) error
 	return g.c.writeAll(context.WithoutCancel(ctx), []leaseWrite{w})
 }
 
-// stopped waits for what the reader handed out to settle: a lease period
-// at most while the lease is being handed over (then it is handed over
-// anyway, and the next holder reads again what was not acknowledged, which
-// is never a loss), as long as it takes otherwise.
+// stopped waits for what the reader handed out to settle, as long as it
+// takes, unless the book detaches the reader first: its lease was lost, or
+// is handed over to a live asker a lease period after the ask (then the
+// next holder reads again what was not acknowledged, which is never a
+// loss; see leaseBook.handover).
 func (g *leaseGrant) Stopped(ctx context.Context, settled func(context.Context) error) {
-	current, handingOver := g.c.book.readerState(g)
-	if !current {
-		return // lost or dropped: nothing it acknowledges counts
-	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if handingOver {
-		sctx, cancel = context.WithTimeout(ctx, g.c.period)
-		defer cancel()
+	if !g.c.book.settling(g, cancel) {
+		return // lost or dropped: nothing it acknowledges counts
 	}
-	if err := settled(sctx); err != nil && handingOver && ctx.Err() == nil {
-		g.c.st.Log.Warnf("stream %s shard %s: handing its lease over before every record handed out was acknowledged (none within %v): the next holder reads those again", g.c.st.Name, g.h.shard, g.c.period)
-	}
+	_ = settled(sctx)
 	// The handover write is built under saveMu, as every write of a held
 	// lease is: built before a renewal of the same lease lands, it would
 	// carry the counter before it, fail, and read as the lease lost while
 	// this instance still owns it.
 	g.c.saveMu.Lock()
 	defer g.c.saveMu.Unlock()
-	w, due := g.c.book.readerStopped(g)
+	now := g.c.clock.Now()
+	w, due := g.c.book.readerStopped(g, now, g.c.view.judge(now))
 	if !due {
 		return
 	}

@@ -34,7 +34,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		}
 		return c.period / 3
 	}
-	now := time.Now()
+	now := c.clock.Now()
 	c.view.observe(sc, now)
 	c.checkConfigs(sc.Workers, c.view.live(now))
 	ended := map[string]time.Time{}
@@ -58,17 +58,17 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.reportBroken(sc, now)
 
 	var claims []claim
-	mine := c.book.loads(now) // the loads of this instance's leases, as measured now
 	var myLoad float64
-	for _, l := range mine {
+	for _, l := range c.book.loads(now) {
 		myLoad += l
 	}
 	c.st.Metrics.InstanceLoad.Set(int64(myLoad), c.st.Name)
 	items := map[string]lease.Shard{}
 	var adopt []lease.Shard
 	var askedOf []lease.Shard
+	dwell := c.dwell()
 	for _, it := range sc.Shards {
-		if c.book.scanned(it, c.me) {
+		if c.book.scanned(it, c.me, c.nonce) {
 			c.st.Metrics.LeasesLost.Incr(1, c.st.Name)
 			c.st.Log.Warnf("stream %s shard %s: its lease was taken by another instance: stopped reading it", c.st.Name, it.ShardID)
 		}
@@ -86,22 +86,28 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 			continue
 		}
 		items[it.ShardID] = it
+		mine := c.view.mine(it)
+		owner := it.Owner
+		if owner == c.me && !mine {
+			owner = earlierProcess(c.me) // another process of this name holds it: not this one
+		}
 		asked := it.HandoffTo
 		if asked == "" && it.Owner != c.me && c.view.askedRecently(it.ShardID, now) {
 			asked = c.me // asked, and the scan does not show it yet
 		}
-		cl := claim{shard: it.ShardID, owner: it.Owner, expired: c.view.expired(it, now), asked: asked}
+		cl := claim{shard: it.ShardID, owner: owner, expired: c.view.expired(it, now), asked: asked}
 		cl.overdue = (it.Owner == "" || cl.expired) && c.view.overdue(it, now)
-		if it.Owner == c.me {
-			cl.load, cl.measured = mine[it.ShardID]
-		} else if it.Owner != "" {
+		cl.dwelling = c.view.dwelling(it.ShardID, dwell, now)
+		if it.Owner != "" {
+			// Loads as published, this instance's own too: every instance
+			// plans from the same figures.
 			cl.load, cl.measured = c.view.load(it.ShardID, it.Owner)
 		}
 		claims = append(claims, cl)
 		switch {
-		case it.Owner == c.me && !held:
-			adopt = append(adopt, it) // handed over to this instance
-		case it.Owner == c.me && it.HandoffTo != "":
+		case mine && !held:
+			adopt = append(adopt, it) // handed over to this process
+		case mine && it.HandoffTo != "":
 			askedOf = append(askedOf, it)
 		}
 	}
@@ -118,7 +124,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	if until, wait := c.view.settling(now); wait {
 		c.st.Log.Debugf("stream %s: waiting until %v for the instances seen for the first time to move before taking leases", c.st.Name, until.Format(time.RFC3339Nano))
 		c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
-		return min(c.view.nextCycle(time.Now()), max(time.Until(until), 10*time.Millisecond))
+		return min(c.view.nextCycle(c.clock.Now()), max(until.Sub(c.clock.Now()), 10*time.Millisecond))
 	}
 	decide, why := balance, "count"
 	if c.byLoad {
@@ -128,6 +134,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		}
 	}
 	take, ask := decide(c.me, claims, c.view.live(now), c.steals)
+	take = c.confirmExpired(ctx, take)
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
 			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)
@@ -146,7 +153,54 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
-	return c.view.nextCycle(time.Now())
+	return c.view.nextCycle(c.clock.Now())
+}
+
+// earlierProcess names, in a plan, another process of instance me: the
+// leases it holds count as another instance's, expiring by the usual rules.
+func earlierProcess(me string) string { return me + " (another process)" }
+
+// dwellPeriods is how long a lease that changed hands stays before it is
+// moved again by load, in lease periods: a move pauses the shard for a
+// handover, and one made on a meter's noise would be undone later.
+const dwellPeriods = 5
+
+func (c *leaseCoordinator) dwell() time.Duration { return dwellPeriods * c.period }
+
+// confirmExpired reads, before the leases of others it is about to take
+// as expired are taken, each such owner's worker item once, strongly
+// consistent: a heartbeat that the scans did not show yet (eventually
+// consistent, or sent just before this cycle) renews the owner's leases,
+// which are then not taken. Free leases pass as they are.
+func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim) []claim {
+	checked := map[string]bool{} // owner -> it moved
+	out := take[:0]
+	for _, cl := range take {
+		if !cl.expired || cl.owner == "" || cl.owner == earlierProcess(c.me) {
+			out = append(out, cl)
+			continue
+		}
+		moved, ok := checked[cl.owner]
+		if !ok {
+			seen, known := c.view.sighting(cl.owner)
+			w, found, err := c.table.GetWorker(ctx, c.st.ARN, cl.owner)
+			switch {
+			case err != nil:
+				moved = true // not confirmed: the next cycle tries again
+				if ctx.Err() == nil {
+					c.st.Log.Debugf("stream %s: confirming that instance %s stopped: %v", c.st.Name, cl.owner, err)
+				}
+			case found && known && w.Nonce == seen.nonce && w.Counter != seen.counter:
+				moved = true
+				c.view.sawWorker(w, c.clock.Now())
+			}
+			checked[cl.owner] = moved
+		}
+		if !moved {
+			out = append(out, cl)
+		}
+	}
+	return out
 }
 
 // handOver starts handing over the held leases whose items carry an ask,
@@ -158,7 +212,7 @@ func (c *leaseCoordinator) handOver(ctx context.Context, items []lease.Shard) {
 	defer c.saveMu.Unlock()
 	var ws []leaseWrite
 	for _, it := range items {
-		if w := c.asked(it.ShardID, it.HandoffTo); w != nil {
+		if w := c.asked(it); w != nil {
 			ws = append(ws, *w)
 		}
 	}
@@ -200,11 +254,12 @@ func (c *leaseCoordinator) sameShard(it lease.Shard) bool {
 // instance taking it first is contention, not an error; a take whose
 // answer was lost is read back.
 func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
-	sent := time.Now()
-	got, err := c.table.Take(ctx, it, c.me)
+	sent := c.clock.Now()
+	epoch := c.pos.Epoch()
+	got, err := c.table.Take(ctx, it, c.me, c.nonce)
 	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
 		now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID)
-		if gerr == nil && found && now.Owner == c.me && now.Counter == it.Counter+1 {
+		if gerr == nil && found && c.view.mine(now) && now.Counter == it.Counter+1 {
 			got, err = now, nil // applied; its answer was lost
 		}
 	}
@@ -219,23 +274,27 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 		return false
 	}
 	from := "free"
-	if it.Owner != "" && it.Owner != c.me {
-		from = "expired, of " + it.Owner
-	} else if it.Owner == c.me {
+	switch {
+	case c.view.mine(it):
 		from = "handed over"
+	case it.Owner == c.me:
+		from = "expired, of another process of this instance's name"
+	case it.Owner != "":
+		from = "expired, of " + it.Owner
 	}
 	c.st.Log.Debugf("stream %s shard %s: took its lease (%s) at %s", c.st.Name, it.ShardID, from, describeCheckpoint(got.Checkpoint))
-	c.book.took(got, sent)
-	c.pos.Set(got.ShardID, got.Checkpoint)
+	load, measured := c.view.seedLoad(it.ShardID)
+	c.book.took(got, sent, epoch, load, measured)
+	c.pos.SetIn(epoch, got.ShardID, got.Checkpoint)
 	return true
 }
 
 // ask asks the holder of a lease to hand it over; it reports whether the
 // ask is in the item (an ask whose answer was lost is read back).
 func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
-	err := c.table.Ask(ctx, it, c.me)
+	err := c.table.Ask(ctx, it, c.me, c.nonce)
 	if err != nil && !errors.Is(err, lease.ErrLost) && ctx.Err() == nil {
-		if now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID); gerr == nil && found && now.HandoffTo == c.me {
+		if now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID); gerr == nil && found && now.HandoffTo == c.me && now.HandoffNonce == c.nonce {
 			return true
 		}
 		c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
@@ -248,7 +307,7 @@ func (c *leaseCoordinator) ask(ctx context.Context, it lease.Shard) bool {
 // instance that came back keeps its own).
 func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
 	dead := c.view.deadWorkers(now)
-	parallel(len(dead), func(i int) {
+	c.parallel(len(dead), func(i int) {
 		w := dead[i]
 		if err := c.table.RemoveWorker(ctx, c.st.ARN, w.ID, w.Counter); err != nil {
 			if ctx.Err() == nil {
@@ -256,7 +315,7 @@ func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
 			}
 			return
 		}
-		c.view.forget(w.ID)
+		c.view.forget(w, c.clock.Now())
 		c.st.Log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.Name, w.ID)
 	})
 }

@@ -3,6 +3,8 @@ package leasecoord
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +61,15 @@ func (s leaseState) String() string { return leaseStateNames[s] }
 type heldLease struct {
 	shard   string
 	state   leaseState
-	counter int64     // the item's counter as this instance last wrote it
-	renewed time.Time // when the last successful write of its item was sent
+	counter int64 // the item's counter as this instance last wrote it
+	// epoch is the epoch of the positions the lease was taken in (see
+	// coord.Positions): what its writes store counts for that stream only,
+	// not for one created again under its name since.
+	epoch int
+	// renewed is when the last renewal of the lease was sent: a successful
+	// write of its item, or a heartbeat that listed it and was answered
+	// before the lease lapsed. The lease lapses a lease period later.
+	renewed time.Time
 	// cp is the checkpoint to store: the shard's start, the position its
 	// readers' acknowledgements reached, its end.
 	cp      checkpoint.Checkpoint
@@ -68,8 +77,13 @@ type heldLease struct {
 	// reader is the grant of the reader reading the shard, from its start
 	// until what it handed out is settled; nil while none.
 	reader *leaseGrant
-	// to is the instance the lease goes to (leaseHandingOver).
-	to string
+	// to is the instance the lease goes to (leaseHandingOver), toNonce
+	// the nonce of its process that asked; asked is when the ask was
+	// acted on, and settleBy until when the reader is waited for.
+	to       string
+	toNonce  string
+	asked    time.Time
+	settleBy time.Time
 	// clearAsk is set when an instance known dead asked for the lease: the
 	// next write removes the ask, so that others may ask.
 	clearAsk bool
@@ -88,13 +102,7 @@ type heldLease struct {
 type leaseBook struct {
 	period time.Duration
 
-	mu sync.Mutex
-	// beat is when this instance's last successful heartbeat was sent. A
-	// held lease lasts a lease period past the later of its item's last
-	// write and the heartbeat: other instances count it expired only once
-	// neither moved for a lease period by their clocks (leaseView.expired),
-	// so a heartbeat renews every lease at once.
-	beat time.Time
+	mu   sync.Mutex
 	held map[string]*heldLease // by shard id; never a released or lost one
 	// wake receives (never blocking) when a lease may be read again
 	// without a cycle: renewed after a fence, or its handover withdrawn.
@@ -112,21 +120,31 @@ func (b *leaseBook) signal() {
 	}
 }
 
+// loadWindow is the time constant of a lease's meter, in lease periods:
+// three smooth the meters' noise well below the balance's margin, and a
+// shard turned ten times hotter still weighs three times its old rate a
+// lease period later.
+const loadWindow = 3
+
 // took enters a lease just taken (or handed to this instance), as the take
-// left its item, sent at sent: held, its checkpoint the item's.
+// left its item, sent at sent, in epoch: held, its checkpoint the item's.
+// load is the shard's rate as its last holder published it, when known:
+// the meter starts from it, so that a lease that moved weighs what it did
+// at once, rather than nothing and then a young meter's noisy guess.
 // Invariant: a lease of the shard already in the book was lost on the way
 // (its item changed hands and came back): it is lost here, and its reader
 // and acknowledgements no longer count.
-func (b *leaseBook) took(it lease.Shard, sent time.Time) {
+func (b *leaseBook) took(it lease.Shard, sent time.Time, epoch int, load float64, measured bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old, ok := b.held[it.ShardID]; ok {
 		b.end(old, leaseLost, errLeaseLost)
 	}
-	h := &heldLease{shard: it.ShardID, counter: it.Counter, renewed: sent, cp: it.Checkpoint, written: it.Checkpoint}
-	// A lease period smooths a shard's load: a shard turned hot weighs
-	// most of its new rate a lease period later, within three cycles.
-	h.meter.Window = b.period
+	h := &heldLease{shard: it.ShardID, counter: it.Counter, epoch: epoch, renewed: sent, cp: it.Checkpoint, written: it.Checkpoint}
+	h.meter.Window = loadWindow * b.period
+	if measured {
+		h.meter.Seed(load, sent)
+	}
 	b.held[it.ShardID] = h
 }
 
@@ -178,42 +196,54 @@ func (b *leaseBook) until(g *leaseGrant) time.Time {
 	return b.validFrom(g.h).Add(b.period)
 }
 
-// validFrom is when a lease was last renewed: its item's last write or
-// the heartbeat, whichever was later. Must hold b.mu.
-func (b *leaseBook) validFrom(h *heldLease) time.Time {
-	if b.beat.After(h.renewed) {
-		return b.beat
-	}
-	return h.renewed
-}
+// validFrom is when a lease was last renewed (see heldLease.renewed).
+// Must hold b.mu.
+func (b *leaseBook) validFrom(h *heldLease) time.Time { return h.renewed }
 
-// beaten records a successful heartbeat, sent at sent: every lease still
-// held at sent is renewed. One that had lapsed by then (a process paused
-// for longer than a lease period, then woken) is fenced first: another
-// instance may have taken it meanwhile, and only a write of its own item
-// at its counter shows it did not. A heartbeat never revives a lease.
-func (b *leaseBook) beaten(sent time.Time) (fenced []string) {
+// beaten records a successful heartbeat that listed the leases listed,
+// sent at sent and answered at answered. Each of them that had not lapsed
+// by the answer is renewed from sent; one that had (the heartbeat was
+// answered late: throttled, retried, or the process was paused) is fenced:
+// another instance may have counted it expired and taken it while the
+// heartbeat was on its way, by a take conditional on the item alone, and
+// only a write of its own item at its counter shows nobody did. A
+// heartbeat never revives a lease, and renews none it did not list.
+func (b *leaseBook) beaten(sent, answered time.Time, listed []string) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	fenced = b.fenceLocked(sent)
-	if sent.After(b.beat) {
-		b.beat = sent
+	fenced = b.fenceLocked(answered)
+	for _, id := range listed {
+		h, ok := b.held[id]
+		if !ok || (h.state != leaseHeld && h.state != leaseHandingOver) {
+			continue
+		}
+		if answered.Sub(h.renewed) >= b.period {
+			continue // lapsed before the answer (a lease being handed over is not fenced: its ask may be withdrawn)
+		}
+		if sent.After(h.renewed) {
+			h.renewed = sent
+		}
 	}
 	return fenced
 }
 
-// readerState reports whether g reads its lease now, and whether the lease
-// is being handed over.
-func (b *leaseBook) readerState(g *leaseGrant) (current, handingOver bool) {
+// settling registers cancel as what ends the settle wait of g's reader
+// once it no longer counts (detached: see handover); it reports whether g
+// reads its lease now (false: the wait is pointless).
+func (b *leaseBook) settling(g *leaseGrant, cancel context.CancelFunc) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.reads(g), b.reads(g) && g.h.state == leaseHandingOver
+	if !b.reads(g) {
+		return false
+	}
+	g.settle = cancel
+	return true
 }
 
 // readerStopped detaches g's reader, stopped and settled: the lease may be
 // read again (held), or handed over now (handingOver). It returns the
-// write that hands over, when one is due.
-func (b *leaseBook) readerStopped(g *leaseGrant) (leaseWrite, bool) {
+// write that hands over, when one is due (see handover).
+func (b *leaseBook) readerStopped(g *leaseGrant, now time.Time, judge askerJudge) (leaseWrite, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.reads(g) {
@@ -221,7 +251,7 @@ func (b *leaseBook) readerStopped(g *leaseGrant) (leaseWrite, bool) {
 	}
 	g.h.reader = nil
 	if g.h.state == leaseHandingOver {
-		return b.handoverWrite(g.h), true
+		return b.handover(g.h, now, judge)
 	}
 	return leaseWrite{}, false
 }
@@ -264,37 +294,78 @@ func (b *leaseBook) fenceLocked(now time.Time) (fenced []string) {
 			fenced = append(fenced, id)
 		}
 	}
+	slices.Sort(fenced)
 	return fenced
 }
 
-// askedFor starts handing a held lease over to the instance to: its reader
-// stops, and once what it handed out is settled (at once without a
-// reader) the handover write is due. It returns that write when it is due
-// now.
-func (b *leaseBook) askedFor(shardID, to string) (leaseWrite, bool) {
+// askedFor starts handing a held lease over to the process nonce of the
+// instance to, whose ask is acted on at now: its reader stops, and once
+// what it handed out is settled (at once without a reader; a lease period
+// at most) the handover is due, if the asker is alive then (see handover).
+// It returns the handover write when it is due now.
+func (b *leaseBook) askedFor(shardID, to, nonce string, now time.Time, judge askerJudge) (leaseWrite, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[shardID]
 	if !ok || h.state != leaseHeld {
 		return leaseWrite{}, false
 	}
-	h.state, h.to = leaseHandingOver, to
+	h.state, h.to, h.toNonce, h.asked, h.settleBy = leaseHandingOver, to, nonce, now, now.Add(b.period)
 	if h.reader != nil {
 		h.reader.stop(errHandoff)
 		return leaseWrite{}, false
 	}
-	return b.handoverWrite(h), true
+	return b.handover(h, now, judge)
 }
 
-// handoverWrite is the write that stores a lease's last checkpoint and
-// hands it over. Must hold b.mu.
-func (b *leaseBook) handoverWrite(h *heldLease) leaseWrite {
+// askerVerdict is what an instance knows of a process that asked for a
+// lease (see leaseView.judge).
+type askerVerdict int
+
+const (
+	askerUnknown askerVerdict = iota // not seen alive yet, not known dead
+	askerAlive
+	askerDead
+)
+
+// askerJudge tells whether the process nonce of instance id, whose ask was
+// acted on at asked, is alive.
+type askerJudge func(id, nonce string, asked time.Time) askerVerdict
+
+// handover decides, at now, about a lease being handed over (must hold
+// b.mu), by what is known of the asker then: known dead, the lease is held
+// again (read on after its reader settled) and the next write removes the
+// ask; not known either way, nothing yet; alive, the handover write once
+// the reader settled, or once it did not within a lease period of the ask
+// (settleBy): it is detached then, and what it handed out and is not
+// acknowledged is read again by the next holder. So a lease is never
+// handed to a process known dead, nor waits on a reader for longer than a
+// lease period.
+func (b *leaseBook) handover(h *heldLease, now time.Time, judge askerJudge) (leaseWrite, bool) {
+	switch judge(h.to, h.toNonce, h.asked) {
+	case askerDead:
+		h.state, h.to, h.toNonce, h.clearAsk = leaseHeld, "", "", true
+		if h.reader == nil {
+			b.signal()
+		}
+		return leaseWrite{}, false
+	case askerUnknown:
+		return leaseWrite{}, false
+	}
+	unsettled := false
+	if h.reader != nil {
+		if now.Before(h.settleBy) {
+			return leaseWrite{}, false
+		}
+		h.reader.detach()
+		h.reader, unsettled = nil, true
+	}
 	cp := h.cp
-	w := lease.Write{Release: true, HandOver: h.to}
+	w := lease.Write{Release: true, HandOver: h.to, HandOverNonce: h.toNonce}
 	if !sameCheckpoint(cp, h.written) {
 		w.Checkpoint = &cp
 	}
-	return leaseWrite{h: h, counter: h.counter, cp: cp, w: w}
+	return leaseWrite{h: h, counter: h.counter, cp: cp, w: w, unsettled: unsettled}, true
 }
 
 // clearAsk marks a held lease's ask for removal: the asker is dead.
@@ -306,22 +377,25 @@ func (b *leaseBook) clearAsk(shardID string) {
 	}
 }
 
-// due returns the writes a commit makes: every held lease whose
-// checkpoint moved or whose ask is to be removed, every fenced lease (a
-// write at its counter tells whether it is still this instance's), and
-// every lease being handed over whose reader is settled (a handover write
-// that failed is tried again). A held lease whose checkpoint stays is not
+// due returns the writes a commit makes at now, by shard: every held
+// lease whose checkpoint moved or whose ask is to be removed, every fenced
+// lease (a write at its counter tells whether it is still this
+// instance's), and every handover due (see handover; a handover write that
+// failed is tried again). A held lease whose checkpoint stays is not
 // written: the heartbeat renews it.
-func (b *leaseBook) due() []leaseWrite {
+func (b *leaseBook) due(now time.Time, judge askerJudge) []leaseWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ws []leaseWrite
-	for _, h := range b.held {
-		switch h.state {
-		case leaseHandingOver:
-			if h.reader == nil {
-				ws = append(ws, b.handoverWrite(h))
+	for _, id := range slices.Sorted(maps.Keys(b.held)) {
+		h := b.held[id]
+		if h.state == leaseHandingOver {
+			if w, ok := b.handover(h, now, judge); ok {
+				ws = append(ws, w)
+				continue
 			}
+		}
+		switch h.state {
 		case leaseHeld, leaseFenced:
 			changed := !sameCheckpoint(h.cp, h.written)
 			if !changed && !h.clearAsk && h.state == leaseHeld {
@@ -374,13 +448,14 @@ func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
 	}
 }
 
-// withdrawn records that the instance a lease was being handed to
-// withdrew its ask (it is stopping): the lease is held again, as it was.
+// withdrawn records that the process a lease was being handed to
+// withdrew its ask (it is stopping), or was replaced by another process of
+// its name: the lease is held again, as it was.
 func (b *leaseBook) withdrawn(w leaseWrite) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if h := w.h; b.held[h.shard] == h && h.state == leaseHandingOver {
-		h.state, h.to = leaseHeld, ""
+		h.state, h.to, h.toNonce = leaseHeld, "", ""
 		b.signal()
 	}
 }
@@ -428,11 +503,11 @@ func (b *leaseBook) lose(w leaseWrite) bool {
 // another instance wrote since (another owner, or none, at a higher
 // counter: counters only rise) was taken, and is lost. A scan may be
 // older than this instance's last write, never newer than another's take.
-func (b *leaseBook) scanned(it lease.Shard, me string) (lost bool) {
+func (b *leaseBook) scanned(it lease.Shard, me, nonce string) (lost bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[it.ShardID]
-	if !ok || it.Owner == me || it.Counter <= h.counter {
+	if !ok || (it.Owner == me && it.OwnerNonce == nonce) || it.Counter <= h.counter {
 		return false
 	}
 	b.end(h, leaseLost, errLeaseLost)
@@ -453,6 +528,26 @@ func (b *leaseBook) loads(now time.Time) map[string]float64 {
 	return out
 }
 
+// presence returns what a heartbeat sent at now publishes: the leases it
+// renews (listed) and the measured load of each of them.
+func (b *leaseBook) presence(now time.Time) (listed []string, loads map[string]float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	listed = make([]string, 0, len(b.held))
+	loads = make(map[string]float64, len(b.held))
+	for id, h := range b.held {
+		if h.state != leaseHeld && h.state != leaseHandingOver {
+			continue
+		}
+		listed = append(listed, id)
+		if r, warm := h.meter.Rate(now); warm {
+			loads[id] = r
+		}
+	}
+	slices.Sort(listed)
+	return listed, loads
+}
+
 // holds reports whether the book has a lease of the shard (in any state).
 func (b *leaseBook) holds(shardID string) bool {
 	b.mu.Lock()
@@ -468,8 +563,8 @@ func (b *leaseBook) holds(shardID string) bool {
 func (b *leaseBook) dropAll(cause error) (dropped []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for id, h := range b.held {
-		b.end(h, leaseLost, cause)
+	for _, id := range slices.Sorted(maps.Keys(b.held)) {
+		b.end(b.held[id], leaseLost, cause)
 		dropped = append(dropped, id)
 	}
 	return dropped
@@ -482,7 +577,8 @@ func (b *leaseBook) releaseAll() []leaseWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ws []leaseWrite
-	for _, h := range b.held {
+	for _, id := range slices.Sorted(maps.Keys(b.held)) {
+		h := b.held[id]
 		cp := h.cp
 		w := lease.Write{Release: true}
 		if cp.Position != nil || cp.Ended {
@@ -498,8 +594,11 @@ func (b *leaseBook) releaseAll() []leaseWrite {
 // reader with cause (none when nil). Must hold b.mu.
 func (b *leaseBook) end(h *heldLease, state leaseState, cause error) {
 	h.state = state
-	if h.reader != nil && cause != nil {
-		h.reader.stop(cause)
+	if h.reader != nil {
+		if cause != nil {
+			h.reader.stop(cause)
+		}
+		h.reader.detach()
 	}
 	h.reader = nil
 	if b.held[h.shard] == h {
@@ -538,12 +637,14 @@ func (b *leaseBook) stateOf(shardID string) (leaseState, bool) {
 }
 
 // leaseWrite is one conditional write of a held lease: at counter, w; cp
-// is the checkpoint it stores, when w stores one.
+// is the checkpoint it stores, when w stores one. unsettled is set on a
+// handover whose reader did not settle within a lease period.
 type leaseWrite struct {
-	h       *heldLease
-	counter int64
-	w       lease.Write
-	cp      checkpoint.Checkpoint
+	h         *heldLease
+	counter   int64
+	w         lease.Write
+	cp        checkpoint.Checkpoint
+	unsettled bool
 }
 
 func (w leaseWrite) shard() string { return w.h.shard }

@@ -66,6 +66,27 @@ func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period ti
 	return c
 }
 
+// storeCoordinator loads a coordinator of instance me on the store st and
+// pins the shards (free items at TRIM_HORIZON).
+func storeCoordinator(t *testing.T, st lease.Store, me string, period time.Duration, shards ...string) *leaseCoordinator {
+	t.Helper()
+	res := service.MockResources()
+	lc := newLeaseCoordination(st, Options{InstanceID: me, LeasePeriod: period, StealLimit: 4})
+	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	first, err := c.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var infos []coord.Shard
+	for i, id := range shards {
+		infos = append(infos, coord.Shard{ID: id, StartSeq: fmt.Sprint(i + 1)})
+	}
+	if err := c.Pin(t.Context(), infos, first.Start, first.Due); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func everyShard(string) bool { return true }
 
 // loggedCoordinator loads a coordinator of instance me on m whose logs go
@@ -121,15 +142,32 @@ func itemOf(t *testing.T, m *lease.Memory, shardID string) lease.Shard {
 
 var settledNow = func(context.Context) error { return nil }
 
-// askAsLiveInstance writes the worker item of instance by and its ask for
-// the lease of shardID.
-func askAsLiveInstance(t *testing.T, m *lease.Memory, shardID, by string) {
+// askAsLiveInstance writes the worker item of instance by (process "n"+by)
+// twice, each seen by the watchers (so that it is alive to them), and its
+// ask for the lease of shardID.
+func askAsLiveInstance(t *testing.T, m *lease.Memory, shardID, by string, watchers ...*leaseCoordinator) {
 	t.Helper()
-	if err := m.Heartbeat(t.Context(), testARN, by, lease.Presence{Nonce: "n" + by}, true); err != nil {
+	beatAlive(t, m, by, watchers...)
+	if err := m.Ask(t.Context(), itemOf(t, m, shardID), by, "n"+by); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Ask(t.Context(), itemOf(t, m, shardID), by); err != nil {
-		t.Fatal(err)
+}
+
+// beatAlive moves the worker item of instance by (process "n"+by) twice,
+// each seen by the watchers: by is alive to them.
+func beatAlive(t *testing.T, m *lease.Memory, by string, watchers ...*leaseCoordinator) {
+	t.Helper()
+	for range 2 {
+		if err := m.Heartbeat(t.Context(), testARN, by, lease.Presence{Nonce: "n" + by}, true); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := m.Scan(t.Context(), testARN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range watchers {
+			w.view.observe(sc, w.clock.Now())
+		}
 	}
 }
 
@@ -195,7 +233,7 @@ func TestLeaseTakenElsewhereIsLost(t *testing.T) {
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
-	if _, err := m.Take(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
+	if _, err := m.Take(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil {
 		t.Fatal(err)
 	}
 	c.Cycle(t.Context(), everyShard)
@@ -225,10 +263,9 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
-	// b was never scanned by a: its ask is fresher than a's last scan, and
-	// is honoured (before the redesign it was dropped as "not alive"). The
-	// commit's write of the acknowledged position answers with the ask.
-	askAsLiveInstance(t, m, "s0", "b")
+	// b is alive to a. The commit's write of the acknowledged position
+	// answers with the ask.
+	askAsLiveInstance(t, m, "s0", "b", c)
 	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +296,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
 	skipStartWait(c)
 	c.Cycle(t.Context(), everyShard)
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead"); err != nil {
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead", "nd"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(period)
@@ -280,9 +317,7 @@ func TestLeaseWithdrawnAskKeepsTheLease(t *testing.T) {
 	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b"); err != nil {
-		t.Fatal(err)
-	}
+	askAsLiveInstance(t, m, "s0", "b", c)
 	c.Cycle(t.Context(), everyShard) // the ask is seen: handing over
 	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
 		t.Fatalf("lease %v, want handing over", st)
@@ -597,7 +632,7 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
-	askAsLiveInstance(t, m, "s0", "b")
+	askAsLiveInstance(t, m, "s0", "b", c)
 	c.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
 	if st, _ := c.book.stateOf("s0"); st != leaseHandingOver {
 		t.Fatalf("lease %v, want handing over", st)
@@ -818,5 +853,203 @@ func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
 	_ = a.Commit(t.Context()) // the fenced lease's write finds it taken
 	if _, held := a.book.stateOf("s0"); held {
 		t.Fatal("a lease taken by another instance is still in the woken holder's book")
+	}
+}
+
+// TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing: a holder's
+// heartbeat is sent shortly before its lease lapses and applied (answered)
+// only after the lapse. Meanwhile another instance, whose last scan did not
+// show the heartbeat yet, counted the lease expired and took it: its take
+// is conditional on the shard item only, which the heartbeat does not
+// touch. The heartbeat's answer renews nothing that had lapsed by the time
+// it came: the holder's lease is fenced, its reader hands out nothing, and
+// no new reader is granted. (Before, the answer renewed the lease from the
+// moment the heartbeat was sent, since only what had lapsed by then was
+// fenced: two readers of one shard, each handing out the records after the
+// checkpoint.)
+func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
+	t.Parallel()
+	const period = 1200 * time.Millisecond
+	m := lease.NewMemory()
+	slow := &slowHeartbeats{Store: m}
+	a := storeCoordinator(t, slow, "a", period, "s0")
+	took := time.Now()
+	a.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, a, "s0")
+	b := newTestLeaseCoordinator(t, m, "b", period) // sees a's item and worker now
+	skipStartWait(b)
+
+	// Shortly before the lapse, a's commit sends its heartbeat, which stays
+	// in flight (a third of a lease period is its deadline).
+	time.Sleep(time.Until(took.Add(period - period/8)))
+	entered, release := slow.holdNext()
+	done := make(chan error, 1)
+	go func() { done <- a.Commit(t.Context()) }()
+	<-entered
+
+	// b's scans show a's worker as it was: b counts the lease expired a
+	// lease period after it saw it, and takes it.
+	for end := time.Now().Add(period / 4); time.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
+		time.Sleep(10 * time.Millisecond)
+		b.Cycle(t.Context(), everyShard)
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "b" {
+		t.Skipf("b did not take the lease while a's heartbeat was in flight (slow machine): %+v", it)
+	}
+	close(release) // the heartbeat lands, after b's take
+	if err := <-done; err != nil {
+		t.Fatalf("a's commit: %v", err)
+	}
+
+	now := time.Now()
+	if st, held := a.book.stateOf("s0"); held && st == leaseHeld {
+		t.Errorf("a's lease of s0 is %v after b took it (a heartbeat answered after the lapse revived it)", st)
+	}
+	if g.Until().After(now) {
+		t.Errorf("b took s0, and a's reader may hand out records of it until %v (%v from now)", g.Until().Format(time.RFC3339Nano), g.Until().Sub(now).Round(time.Millisecond))
+	}
+	// The real reader stopped itself at the lapse (errLapsed): once it is
+	// settled, the shard is scheduled again.
+	g.Stopped(t.Context(), settledNow)
+	if _, ok := a.Acquire("s0", func(error) {}); ok {
+		t.Errorf("a granted s0 to a new reader while b holds its lease (reader stopped with %v)", rec.get())
+	}
+}
+
+// TestLeaseIsNotHandedToAnAskerKnownDead: b asks a for s0 and crashes
+// right after (its worker item stops moving, its ask stays). a stops its
+// reader, whose last batch is still in the output: a waits for it a lease
+// period at most, and by then b is dead to a (its worker item did not move
+// for a lease period; a's cycle even removes it). The handover is checked
+// against what a knows of b when it is due, and b is known dead for good
+// once a removed its item: a keeps s0, removes the ask, and reads on.
+// (Before, the ask was checked only when first seen, the handover was
+// written to b, and s0 stayed unread until that lease expired, over two
+// lease periods after the ask.)
+func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
+	t.Parallel()
+	const period = 400 * time.Millisecond
+	m := lease.NewMemory()
+	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, a, "s0")
+	g.Acked(pos(3))
+	// b lives: a sees its worker item move.
+	beat := func() {
+		if err := m.Heartbeat(t.Context(), testARN, "b", lease.Presence{Nonce: "nb"}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat()
+	a.Cycle(t.Context(), everyShard)
+	beat() // b's last heartbeat
+	a.Cycle(t.Context(), everyShard)
+	if !a.view.live(time.Now())["b"] {
+		t.Fatal("b is not live to a")
+	}
+	time.Sleep(period / 6)
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil { // b asks, and crashes
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	time.Sleep(period / 6)
+	a.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
+	if st, _ := a.book.stateOf("s0"); st != leaseHandingOver || rec.get() == nil {
+		t.Fatalf("lease %v, reader stopped with %v: want handing over", st, rec.get())
+	}
+	// The reader's last batch is still in the output: it settles once
+	// release is closed.
+	release, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		g.Stopped(t.Context(), func(ctx context.Context) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	bGone := func() bool {
+		for _, w := range m.Workers() {
+			if w.ID == "b" {
+				return false
+			}
+		}
+		return true
+	}
+	// a commits and cycles until b's presence is removed as dead, and
+	// twice more; the ask is decided meanwhile.
+	var goneAt time.Time
+	for after := 0; after < 2; {
+		time.Sleep(period / 6)
+		_ = a.Commit(t.Context())
+		a.Cycle(t.Context(), everyShard)
+		if !goneAt.IsZero() {
+			after++
+		} else if bGone() {
+			goneAt = time.Now()
+		}
+		if time.Since(asked) > 5*period {
+			t.Fatalf("b's presence not removed within 5 lease periods of its last heartbeat: %+v", m.Workers())
+		}
+	}
+	it := itemOf(t, m, "s0")
+	t.Logf("b's worker item removed as dead by a %v after the ask; item %+v", goneAt.Sub(asked).Round(time.Millisecond), it)
+	if it.Owner != "a" || it.HandoffTo != "" {
+		t.Fatalf("item %+v, want a's with the ask of b, dead, removed", it)
+	}
+	if st, held := a.book.stateOf("s0"); !held || st != leaseHeld {
+		t.Fatalf("a's lease of s0 is %v (in the book: %v), want held", st, held)
+	}
+	// The reader settles: s0 is read on, after its last acknowledgement.
+	g.Acked(pos(4))
+	close(release)
+	<-stopped
+	g2, _ := mustGrant(t, a, "s0")
+	if p := g2.Start().Position; p == nil || *p != pos(4) {
+		t.Fatalf("the next reader starts after %v, want 4", p)
+	}
+}
+
+// TestLeaseLostRenewalAnswerThenHandoverAtTheLastAck: a's
+// checkpoint write lands but its answer is lost, so a's book keeps the old
+// counter; b asks; a's reader settles and the handover is built at the old
+// counter. It fails against a's own write, the lease is read back (still
+// a's) and handed over at the next commit, after the last acknowledgement:
+// a neither drops the lease nor takes it back from the older checkpoint.
+func TestLeaseLostRenewalAnswerThenHandoverAtTheLastAck(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	st := &lostAnswers{Store: m}
+	a := storeCoordinator(t, st, "a", time.Minute, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, a, "s0")
+	g.Acked(pos(3))
+	st.loseNext.Store(true)
+	if err := a.Commit(t.Context()); err == nil {
+		t.Fatal("the commit whose answer was lost did not fail")
+	}
+	askAsLiveInstance(t, m, "s0", "b", a)
+	a.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
+	g.Acked(pos(4))
+	g.Stopped(t.Context(), settledNow) // the handover fails against a's own write
+	if it := itemOf(t, m, "s0"); it.Owner != "a" {
+		t.Fatalf("item %+v", it)
+	}
+	if _, held := a.book.stateOf("s0"); !held {
+		t.Fatal("a dropped a lease it still owns")
+	}
+	if err := a.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	a.Cycle(t.Context(), everyShard)
+	it := itemOf(t, m, "s0")
+	if it.Owner != "b" || it.Checkpoint.Position == nil || *it.Checkpoint.Position != pos(4) {
+		t.Fatalf("item after the handover %+v, want b's at 4", it)
+	}
+	if _, held := a.book.stateOf("s0"); held {
+		t.Fatal("a took s0 back")
 	}
 }

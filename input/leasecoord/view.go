@@ -1,6 +1,8 @@
 package leasecoord
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,23 +11,35 @@ import (
 
 // leaseView is what one instance has seen of the other instances on a
 // stream's lease table, by its own clock: when each lease item and each
-// worker item last changed, and the asks it made. Expiry is judged here,
-// never by comparing clocks across hosts. Its lock is a leaf of the lock
-// order (see the package comment).
+// worker item last changed, the processes known dead, and the asks it
+// made. Expiry is judged here, never by comparing clocks across hosts. Its
+// lock is a leaf of the lock order (see the package comment).
 type leaseView struct {
 	me     string
+	nonce  string // this process's
 	period time.Duration
 
 	mu sync.Mutex
 	// items is the last scan's shard items, by shard id; since is when
-	// each one's owner and counter were first seen as they are now.
+	// each one's owner, owner's process and counter were first seen as
+	// they are now, and owned when its owner and owner's process were (a
+	// lease that moved stays for a while: see dwell).
 	items map[string]lease.Shard
 	since map[string]time.Time
+	owned map[string]time.Time
 	// workers holds every worker item seen, by instance.
 	workers map[string]workerSighting
+	// dead holds the processes known dead, by instance and nonce: seen
+	// unmoved for a lease period and then gone from the table (removed as
+	// dead), or replaced by another process of their name. Their asks stay
+	// void whatever the table shows later.
+	dead map[string]map[string]time.Time
 	// loads holds the loads each instance published with its last
-	// heartbeat: bytes a second by shard, by instance.
-	loads map[string]map[string]float64
+	// heartbeat: bytes a second by shard, by instance; lastLoad each
+	// shard's last load published by whoever held it, which a lease taken
+	// starts its meter from.
+	loads    map[string]map[string]float64
+	lastLoad map[string]float64
 	// started is when this instance's first lease cycle ran: until half a
 	// lease period later it waits for instances it sees for the first time
 	// to move before it takes free leases (see settling).
@@ -36,6 +50,16 @@ type leaseView struct {
 	// when: a scan may not show an ask yet, and an ask counts as coming
 	// for a lease period.
 	asked map[string]askMade
+	// asks holds the asks seen on this instance's leases, by shard, and
+	// when each was first seen: one whose process is not known alive
+	// within a lease period counts as dead.
+	asks map[string]askSeen
+}
+
+// askSeen is an ask seen on a lease this instance holds.
+type askSeen struct {
+	by, nonce string
+	at        time.Time
 }
 
 // askMade is an ask this instance made: when, and why (the balance by
@@ -45,18 +69,63 @@ type askMade struct {
 	why string
 }
 
-// workerSighting is a worker item as seen: its counter, since when, and
-// whether it was ever seen to move. A worker seen for the first time is
-// not alive until its counter moves: a crashed instance's item never does.
+// workerSighting is a worker item as seen: its process, its counter,
+// since when, and whether it was ever seen to move. A worker seen for the
+// first time (or a new process of its name) is not alive until its
+// counter moves: a crashed instance's item never does. held and listed
+// are the leases its last heartbeat renewed (lease.Worker).
 type workerSighting struct {
+	nonce   string
 	counter int64
 	at      time.Time
 	moved   bool
+	held    map[string]bool
+	listed  bool
 }
 
-func newLeaseView(me string, period time.Duration) *leaseView {
-	return &leaseView{me: me, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
-		workers: map[string]workerSighting{}, asked: map[string]askMade{}}
+// renews reports whether the worker's last heartbeat renewed the lease of
+// an item of its name: one its process listed (a version that lists none
+// renews every lease of its name).
+func (s workerSighting) renews(it lease.Shard) bool {
+	if it.OwnerNonce != "" && s.nonce != "" && it.OwnerNonce != s.nonce {
+		return false // held by another process of the name
+	}
+	return !s.listed || s.held[it.ShardID]
+}
+
+// deadKeep is how long a process known dead is remembered: longer than any
+// ask of it can stay in an item unseen (the holder removes the ask at its
+// next write).
+const deadKeep = 100
+
+func newLeaseView(me, nonce string, period time.Duration) *leaseView {
+	return &leaseView{me: me, nonce: nonce, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
+		owned: map[string]time.Time{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
+		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}}
+}
+
+// askSeen returns when the ask on an item was first seen (now, if it is
+// new), and forgets the asks of other items seen before a lease period.
+func (v *leaseView) askSeen(it lease.Shard, now time.Time) time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a, ok := v.asks[it.ShardID]
+	if !ok || a.by != it.HandoffTo || a.nonce != it.HandoffNonce {
+		a = askSeen{by: it.HandoffTo, nonce: it.HandoffNonce, at: now}
+		v.asks[it.ShardID] = a
+	}
+	for id, o := range v.asks {
+		if id != it.ShardID && now.Sub(o.at) >= deadKeep*v.period {
+			delete(v.asks, id)
+		}
+	}
+	return a.at
+}
+
+// mine reports whether an item's lease is this process's (as the table
+// says: the book says whether this process holds it).
+func (v *leaseView) mine(it lease.Shard) bool {
+	return it.Owner == v.me && it.OwnerNonce == v.nonce
 }
 
 // observe takes in a scan made at now.
@@ -66,13 +135,19 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	items := map[string]lease.Shard{}
 	for _, it := range sc.Shards {
 		items[it.ShardID] = it
-		if old, ok := v.items[it.ShardID]; !ok || old.Owner != it.Owner || old.Counter != it.Counter {
+		old, ok := v.items[it.ShardID]
+		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce || old.Counter != it.Counter {
 			v.since[it.ShardID] = now
+		}
+		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce {
+			v.owned[it.ShardID] = now
 		}
 	}
 	for id := range v.since {
 		if _, ok := items[id]; !ok {
 			delete(v.since, id)
+			delete(v.owned, id)
+			delete(v.lastLoad, id)
 		}
 	}
 	v.items = items
@@ -82,14 +157,67 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		v.loads[w.ID] = w.Loads
 		s, ok := v.workers[w.ID]
 		switch {
+		case ok && s.nonce != w.Nonce:
+			v.died(w.ID, s.nonce, now) // another process of the name replaced it
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now}
 		case !ok:
-			s = workerSighting{counter: w.Counter, at: now}
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now}
 		case s.counter != w.Counter:
-			s = workerSighting{counter: w.Counter, at: now, moved: true}
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true}
+			delete(v.dead[w.ID], w.Nonce) // it came back
 		}
+		s.held, s.listed = w.Held, w.Listed
 		workers[w.ID] = s
 	}
+	for id, s := range v.workers {
+		if _, ok := workers[id]; !ok && now.Sub(s.at) >= v.period {
+			v.died(id, s.nonce, now) // removed as dead (by another instance)
+		}
+	}
 	v.workers = workers
+	for id, it := range items {
+		if l, ok := v.loads[it.Owner][id]; ok && it.Owner != "" {
+			v.lastLoad[id] = l
+		}
+	}
+	for id, nonces := range v.dead {
+		for n, at := range nonces {
+			if now.Sub(at) >= deadKeep*v.period {
+				delete(nonces, n)
+			}
+		}
+		if len(nonces) == 0 {
+			delete(v.dead, id)
+		}
+	}
+}
+
+// died records the process nonce of instance id dead. Must hold v.mu.
+func (v *leaseView) died(id, nonce string, now time.Time) {
+	if v.dead[id] == nil {
+		v.dead[id] = map[string]time.Time{}
+	}
+	v.dead[id][nonce] = now
+}
+
+// sawWorker takes in a worker item read alone at now (to confirm an expiry
+// before a take): it moved, or not, as a scan would have shown it.
+func (v *leaseView) sawWorker(w lease.Worker, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.workers[w.ID]
+	if !ok || s.nonce != w.Nonce || s.counter == w.Counter {
+		return
+	}
+	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true, held: w.Held, listed: w.Listed}
+}
+
+// sighting returns the worker item of an instance as last seen.
+func (v *leaseView) sighting(id string) (workerSighting, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.workers[id]
+	return s, ok
 }
 
 // load returns the load of a shard as its holder owner published it, and
@@ -101,34 +229,45 @@ func (v *leaseView) load(shardID, owner string) (float64, bool) {
 	return l, ok
 }
 
+// seedLoad returns the load of a shard as its last holder published it,
+// for the meter of a lease just taken.
+func (v *leaseView) seedLoad(shardID string) (float64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	l, ok := v.lastLoad[shardID]
+	return l, ok
+}
+
 // expired reports whether the lease of an item counts as expired: held by
-// another instance, and for a lease period by this instance's clock
-// neither its item (owner and counter) nor its owner's worker item moved.
-// The holder's heartbeat renews its leases: it reads a shard only within
-// a lease period of the later of its last heartbeat and its last write of
-// the item, each sent before this instance could see it.
+// another process (of another instance, or an earlier one of this
+// instance's name), and for a lease period by this instance's clock
+// neither its item (owner, process and counter) nor, if it listed the
+// lease, its owner's worker item moved. The holder reads a shard only
+// within a lease period of the later of its last write of the item and its
+// last heartbeat that listed it and was answered in time, each sent before
+// this instance could see it.
 func (v *leaseView) expired(it lease.Shard, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if it.Owner == "" || it.Owner == v.me {
+	if it.Owner == "" || v.mine(it) {
 		return false
 	}
-	at, ok := v.expiresAt(it.ShardID, it.Owner)
+	at, ok := v.expiresAt(it)
 	return ok && !now.Before(at)
 }
 
-// expiresAt is when the lease of a shard held by owner expires, as things
-// stand: a lease period after the later of its item's last change and its
-// owner's worker item's last move, as this instance saw them. Must hold
-// v.mu.
-func (v *leaseView) expiresAt(shardID, owner string) (time.Time, bool) {
-	at, ok := v.since[shardID]
+// expiresAt is when the lease of an item expires, as things stand: a
+// lease period after the later of its item's last change and its owner's
+// worker item's last move, if that renewed it (workerSighting.renews), as
+// this instance saw them. Must hold v.mu.
+func (v *leaseView) expiresAt(it lease.Shard) (time.Time, bool) {
+	at, ok := v.since[it.ShardID]
 	if !ok {
 		return time.Time{}, false
 	}
 	// A worker item not in the scan (its owner left, or was removed as
 	// dead) renews nothing.
-	if w, ok := v.workers[owner]; ok && w.at.After(at) {
+	if w, ok := v.workers[it.Owner]; ok && w.at.After(at) && w.renews(it) {
 		at = w.at
 	}
 	return at.Add(v.period), true
@@ -146,6 +285,51 @@ func (v *leaseView) live(now time.Time) map[string]bool {
 		}
 	}
 	return live
+}
+
+// judge returns an askerJudge of the view as it is at now (a copy: the
+// book calls it under its own lock). A process is alive while its worker
+// item moved within a lease period; dead once it did not for a lease
+// period, once another process of its name replaced it, or once it is
+// known dead (see leaseView.dead); not known either way while it has not
+// moved yet (just started, or not seen yet: its ask is fresher than this
+// instance's last scan), for at most a lease period after its ask was
+// acted on.
+func (v *leaseView) judge(now time.Time) askerJudge {
+	v.mu.Lock()
+	workers := make(map[string]workerSighting, len(v.workers))
+	for id, s := range v.workers {
+		workers[id] = s
+	}
+	dead := make(map[string]map[string]bool, len(v.dead))
+	for id, nonces := range v.dead {
+		dead[id] = make(map[string]bool, len(nonces))
+		for n := range nonces {
+			dead[id][n] = true
+		}
+	}
+	me, period := v.me, v.period
+	v.mu.Unlock()
+	return func(id, nonce string, asked time.Time) askerVerdict {
+		if id == me {
+			return askerDead // an ask of another process of this name
+		}
+		verdict := askerUnknown
+		s, seen := workers[id]
+		same := seen && (nonce == "" || s.nonce == nonce) // its own item, as last seen
+		switch {
+		case same && now.Sub(s.at) >= period:
+			verdict = askerDead
+		case same && s.moved:
+			verdict = askerAlive
+		case dead[id][nonce]:
+			verdict = askerDead // removed as dead, or replaced by another process of its name
+		}
+		if verdict == askerUnknown && now.Sub(asked) >= period {
+			verdict = askerDead // not seen alive within a lease period of its ask
+		}
+		return verdict
+	}
 }
 
 // settling reports whether this instance, just started, still waits to
@@ -188,7 +372,7 @@ func (v *leaseView) overdue(it lease.Shard, now time.Time) bool {
 	}
 	from, ok := v.since[it.ShardID]
 	if it.Owner != "" {
-		from, ok = v.expiresAt(it.ShardID, it.Owner)
+		from, ok = v.expiresAt(it)
 	}
 	if !ok {
 		return false
@@ -199,14 +383,13 @@ func (v *leaseView) overdue(it lease.Shard, now time.Time) bool {
 	return now.Sub(from) >= v.period/2
 }
 
-// dead reports whether an instance is known dead: its worker item was
-// seen and did not move for a lease period. An instance not seen yet is
-// not known dead (its ask is fresher than this instance's last scan).
-func (v *leaseView) dead(id string, now time.Time) bool {
+// dwelling reports whether a lease changed hands within dwell of now, as
+// this instance saw it: such a lease is not moved again by load.
+func (v *leaseView) dwelling(shardID string, dwell time.Duration, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s, ok := v.workers[id]
-	return ok && id != v.me && now.Sub(s.at) >= v.period
+	at, ok := v.owned[shardID]
+	return ok && now.Sub(at) < dwell
 }
 
 // deadWorkers returns the worker items of instances known dead, as seen:
@@ -217,17 +400,22 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 	var dead []lease.Worker
 	for id, s := range v.workers {
 		if id != v.me && now.Sub(s.at) >= v.period {
-			dead = append(dead, lease.Worker{ID: id, Counter: s.counter})
+			dead = append(dead, lease.Worker{ID: id, Counter: s.counter, Nonce: s.nonce})
 		}
 	}
+	sortWorkers(dead)
 	return dead
 }
 
-// forget drops a worker removed from the table.
-func (v *leaseView) forget(id string) {
+// forget drops a worker removed from the table as dead: its process stays
+// dead.
+func (v *leaseView) forget(w lease.Worker, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	delete(v.workers, id)
+	if s, ok := v.workers[w.ID]; ok && s.nonce == w.Nonce {
+		delete(v.workers, w.ID)
+	}
+	v.died(w.ID, w.Nonce, now)
 }
 
 // nextCycle is how long until the next lease cycle: a third of a lease
@@ -237,11 +425,11 @@ func (v *leaseView) nextCycle(now time.Time) time.Duration {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	next := v.period / 3
-	for id, it := range v.items {
-		if it.Owner == "" || it.Owner == v.me || it.Checkpoint.Ended {
+	for _, it := range v.items {
+		if it.Owner == "" || v.mine(it) || it.Checkpoint.Ended {
 			continue
 		}
-		at, _ := v.expiresAt(id, it.Owner)
+		at, _ := v.expiresAt(it)
 		if d := at.Sub(now); d > 0 && d < next {
 			next = d
 		}
@@ -280,4 +468,8 @@ func (v *leaseView) setAsked(shardID string, at time.Time, why string) {
 		}
 	}
 	v.asked[shardID] = askMade{at: at, why: why}
+}
+
+func sortWorkers(ws []lease.Worker) {
+	slices.SortFunc(ws, func(a, b lease.Worker) int { return cmp.Compare(a.ID, b.ID) })
 }

@@ -48,6 +48,21 @@ func (m *Meter) Add(n int, t time.Time) {
 	}
 }
 
+// Seed starts a meter that nothing was added to yet at rate r, as at t:
+// as if r had been read steadily for long before (it is warm at once).
+// What another meter of the same stream measured until t carries over.
+func (m *Meter) Seed(r float64, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.start.IsZero() || r < 0 {
+		return
+	}
+	w := m.window()
+	m.start = t.Add(-max(Warm, 5*w))
+	m.sum = r * w.Seconds() * (1 - math.Exp(-t.Sub(m.start).Seconds()/w.Seconds()))
+	m.last = t
+}
+
 // Rate returns the units a second at t, and whether the meter ran Warm.
 func (m *Meter) Rate(t time.Time) (rate float64, warm bool) {
 	m.mu.Lock()

@@ -41,3 +41,26 @@ func TestMeterFollowsASteadyRateAndDecays(t *testing.T) {
 		t.Fatalf("a meter never added to reads %.1f, warm %v", r, warm)
 	}
 }
+
+// TestMeterSeededCarriesARate: a meter seeded at a rate reads it at once,
+// warm, then follows what is added as if it had measured the rate itself.
+func TestMeterSeededCarriesARate(t *testing.T) {
+	m := Meter{Window: 6 * time.Second}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.Seed(1000, at)
+	if r, warm := m.Rate(at); math.Abs(r-1000) > 1 || !warm {
+		t.Fatalf("seeded at 1000/s reads %.1f warm %v", r, warm)
+	}
+	for end := at.Add(30 * time.Second); at.Before(end); at = at.Add(200 * time.Millisecond) {
+		m.Add(200, at) // 1000/s
+	}
+	if r, _ := m.Rate(at); math.Abs(r-1000) > 40 {
+		t.Fatalf("seeded at 1000/s and fed 1000/s for 30 s reads %.1f", r)
+	}
+	var fed Meter
+	fed.Add(5, at)
+	fed.Seed(1000, at) // a meter already measuring is not seeded
+	if r, _ := fed.Rate(at); r > 10 {
+		t.Fatalf("a meter that measured already was seeded: %.1f", r)
+	}
+}

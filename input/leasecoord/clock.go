@@ -1,0 +1,45 @@
+package leasecoord
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Clock is the time a coordinator lives by: every reading of the time,
+// every wait and every deadline of a table call goes through it, and so
+// does the one lock held across table calls (saveMu). The input runs on the
+// wall clock; the simulation of the coordinator (sim_test.go) runs many
+// instances on one virtual clock, from a seed, and decides which of them
+// runs when, so that a schedule that breaks an invariant replays exactly.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d, or until ctx ends (its error then).
+	Sleep(ctx context.Context, d time.Duration) error
+	// WithTimeout is context.WithTimeout on this clock's time.
+	WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
+	// NewMutex returns a lock that may be held across table calls.
+	NewMutex() sync.Locker
+}
+
+// wallClock is the Clock of the input: the process's own time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (wallClock) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+func (wallClock) NewMutex() sync.Locker { return &sync.Mutex{} }

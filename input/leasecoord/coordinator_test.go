@@ -1,0 +1,158 @@
+package leasecoord
+
+// The coordinator's start (join: one name, one process), and a stream
+// deleted and created again (Reset), against an in-memory table.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// TestLeaseNewProcessOfAPausedOnesNameWaitsForItsLeasesToExpire: a
+// process holding s0 under a fixed instance_id is paused (GC, SIGSTOP, a
+// frozen node); a second process starts with the same instance_id. It
+// watches the old worker item for a lease period, sees it still, and
+// takes the name over; s0 is the old process's lease, not its own (another
+// nonce): it is taken only once expired by the usual rules, after the
+// paused reader's grant lapsed. (Before, the newcomer watched for half a
+// lease period and adopted s0 at its first cycle as if handed to it, while
+// the paused process's lease was still valid: both read s0.)
+func TestLeaseNewProcessOfAPausedOnesNameWaitsForItsLeasesToExpire(t *testing.T) {
+	t.Parallel()
+	const period = 600 * time.Millisecond
+	m := lease.NewMemory()
+	old := newTestLeaseCoordinator(t, m, "same", period, "s0")
+	old.Cycle(t.Context(), everyShard)
+	g, rec := mustGrant(t, old, "s0")
+	// old is paused from here on: it writes nothing.
+
+	lc := newLeaseCoordination(m, Options{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
+	newer := lc.stream(testStream(service.MockResources()), coord.NewPositions(checkpoint.Stream{}))
+	first, err := newer.Load(t.Context()) // watches the old item for a lease period
+	if err != nil {
+		t.Fatalf("the second process was refused: %v", err)
+	}
+	if err := newer.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "1"}}, first.Start, first.Due); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(3 * period); ; {
+		time.Sleep(newer.Cycle(t.Context(), everyShard))
+		g2, ok := newer.Acquire("s0", func(error) {})
+		now := time.Now()
+		if ok && g.Until().After(now) {
+			t.Fatalf("the new process reads s0 from %v while the paused one's reader may hand out records of it until %v (%v from now; stopped: %v)",
+				g2.Start().Position, g.Until().Format(time.RFC3339Nano), g.Until().Sub(now).Round(time.Millisecond), rec.get())
+		}
+		if ok {
+			return
+		}
+		if now.After(end) {
+			t.Fatalf("the new process did not take s0 within 3 lease periods of its start: %+v", itemOf(t, m, "s0"))
+		}
+	}
+}
+
+// TestLeaseLiveProcessOfTheSameNameIsRefused: a process runs under a fixed
+// instance_id and commits every sixth of a lease period, as the input does:
+// its heartbeat moves its worker item every third to half of a lease
+// period. A second process starts with the same instance_id just after one
+// of those heartbeats; the first process's next heartbeats take 25 ms
+// longer than the one before. The second process watches the item for a
+// lease period, sees it move, and refuses to start. (Before, it watched
+// for half a lease period: a heartbeat a few milliseconds late landed after
+// the watch, and the second process took the name over and adopted s0 at
+// once, while the first one, alive, read it.)
+func TestLeaseLiveProcessOfTheSameNameIsRefused(t *testing.T) {
+	t.Parallel()
+	const period = 600 * time.Millisecond
+	trials := 8
+	for trial := range trials {
+		m := lease.NewMemory()
+		st := &jitteryBeats{Store: m}
+		old := storeCoordinator(t, st, "same", period, "s0")
+		old.Cycle(t.Context(), everyShard)
+		g, _ := mustGrant(t, old, "s0")
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { // the first process's commit loop
+			defer close(done)
+			tk := time.NewTicker(period / 6)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+					_ = old.Commit(ctx)
+				}
+			}
+		}()
+		// Just after one of its heartbeats, the next ones are 25 ms slower.
+		w0, _, _ := m.GetWorker(t.Context(), testARN, "same")
+		for w, _, _ := m.GetWorker(t.Context(), testARN, "same"); w.Counter == w0.Counter; w, _, _ = m.GetWorker(t.Context(), testARN, "same") {
+			time.Sleep(time.Millisecond)
+		}
+		st.delay.Store(int64(25 * time.Millisecond))
+		lc := newLeaseCoordination(m, Options{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
+		newer := lc.stream(testStream(service.MockResources()), coord.NewPositions(checkpoint.Stream{}))
+		first, err := newer.Load(t.Context())
+		if err == nil {
+			_ = newer.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "1"}}, first.Start, first.Due)
+			newer.Cycle(t.Context(), everyShard)
+			_, adopted := newer.Acquire("s0", func(error) {})
+			until := time.Until(g.Until()).Round(time.Millisecond)
+			cancel()
+			<-done
+			t.Fatalf("trial %d: a second process with the instance_id of a live one was not refused; it reads s0: %v, while the live one's reader may hand out records of s0 until %v from now",
+				trial, adopted, until)
+		}
+		cancel()
+		<-done
+	}
+	t.Logf("refused in all %d trials", trials)
+}
+
+// TestLeaseEndOfTheOldStreamIsNotStoredInTheNewOne: a reader of the old
+// stream stores its shard's end (Ended: one write, not cancelled) just as
+// discovery finds the stream deleted and created again (Reset). The write
+// lands after the reset; its lease was taken in the old epoch, so the end
+// stays out of the new stream's positions, and the pin of the new stream
+// pins s0 afresh. (Before, the write recorded the end with pos.Set, which
+// took no epoch: the new stream's s0 had the old stream's end, its pin
+// skipped s0, and s0 was not read until a later discovery reset again.)
+func TestLeaseEndOfTheOldStreamIsNotStoredInTheNewOne(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	st := &heldHolds{Store: m}
+	c := storeCoordinator(t, st, "a", time.Minute, "s0")
+	c.Cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, c, "s0")
+	entered, release := st.holdNext()
+	ended := make(chan error, 1)
+	last := pos(9)
+	go func() { ended <- g.Ended(t.Context(), &last) }()
+	<-entered
+	if err := c.Reset(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "100"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := c.pos.Of("s0")
+	it := itemOf(t, m, "s0")
+	if cp.Ended || cp.ShardStart != "100" {
+		t.Errorf("after the reset and the pin of the new stream, s0's position is the old stream's end (ended %v, start %q, end saved %v); the item is %+v",
+			cp.Ended, cp.ShardStart, c.pos.EndSaved("s0"), it)
+	}
+}

@@ -1,0 +1,179 @@
+package leasecoord
+
+// Lease tables that misbehave as DynamoDB does under production timings:
+// calls held in flight, delayed, failing, or applied with their answer
+// lost. Each wraps a lease.Store (lease.Memory in the tests).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// slowHeartbeats is a lease table whose heartbeats can be held in flight:
+// sent, and applied only once released (as a throttled request that the
+// SDK retries, or one slow on the network, is applied late), always within
+// the caller's deadline.
+type slowHeartbeats struct {
+	lease.Store
+	mu      sync.Mutex
+	hold    chan struct{} // non-nil: the next heartbeat waits for it to close
+	entered chan struct{} // closed once that heartbeat is in flight
+}
+
+func (s *slowHeartbeats) holdNext() (entered, release chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold, s.entered = make(chan struct{}), make(chan struct{})
+	return s.entered, s.hold
+}
+
+func (s *slowHeartbeats) Heartbeat(ctx context.Context, streamARN, me string, p lease.Presence, takeOver bool) error {
+	s.mu.Lock()
+	hold, entered := s.hold, s.entered
+	s.hold, s.entered = nil, nil
+	s.mu.Unlock()
+	if hold != nil {
+		close(entered)
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Heartbeat(ctx, streamARN, me, p, takeOver)
+}
+
+// jitteryBeats delays heartbeats by delay: DynamoDB's latency, which
+// varies by tens of milliseconds from one call to the next.
+type jitteryBeats struct {
+	lease.Store
+	delay atomic.Int64
+}
+
+func (j *jitteryBeats) Heartbeat(ctx context.Context, streamARN, me string, p lease.Presence, takeOver bool) error {
+	time.Sleep(time.Duration(j.delay.Load()))
+	return j.Store.Heartbeat(ctx, streamARN, me, p, takeOver)
+}
+
+// failingScans is a lease table whose scans fail (throttled: a scan reads
+// every page of the table), while single-item writes succeed.
+type failingScans struct {
+	lease.Store
+	fail atomic.Bool
+}
+
+func (f *failingScans) Scan(ctx context.Context, streamARN string) (lease.Scan, error) {
+	if f.fail.Load() {
+		return lease.Scan{}, errScanThrottled
+	}
+	return f.Store.Scan(ctx, streamARN)
+}
+
+var errScanThrottled = fmt.Errorf("injected: scan throttled (ProvisionedThroughputExceededException)")
+
+// lostAnswers is a lease table whose next Hold is applied and its answer
+// lost (a time-out after the write landed).
+type lostAnswers struct {
+	lease.Store
+	loseNext atomic.Bool
+}
+
+func (l *lostAnswers) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
+	s, err := l.Store.Hold(ctx, streamARN, shardID, me, counter, w)
+	if err == nil && l.loseNext.Swap(false) {
+		return lease.Shard{}, context.DeadlineExceeded
+	}
+	return s, err
+}
+
+// heldHolds is a lease table whose next Hold waits, in flight, until
+// released (then applies).
+type heldHolds struct {
+	lease.Store
+	mu      sync.Mutex
+	hold    chan struct{}
+	entered chan struct{}
+}
+
+func (h *heldHolds) holdNext() (entered, release chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold, h.entered = make(chan struct{}), make(chan struct{})
+	return h.entered, h.hold
+}
+
+func (h *heldHolds) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
+	h.mu.Lock()
+	hold, entered := h.hold, h.entered
+	h.hold, h.entered = nil, nil
+	h.mu.Unlock()
+	if hold != nil {
+		close(entered)
+		<-hold
+	}
+	return h.Store.Hold(ctx, streamARN, shardID, me, counter, w)
+}
+
+// flakyStore makes writes fail at random: before they apply, or after
+// (the answer lost), as a table behind a bad network does.
+type flakyStore struct {
+	lease.Store
+	mu   sync.Mutex
+	rng  *rand.Rand
+	rate float64
+}
+
+var errInjected = errors.New("injected: connection reset")
+
+// roll returns 0 (no fault), 1 (fail before) or 2 (fail after applying).
+func (f *flakyStore) roll() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rate == 0 || f.rng.Float64() >= f.rate {
+		return 0
+	}
+	return 1 + f.rng.IntN(2)
+}
+
+func (f *flakyStore) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
+	r := f.roll()
+	if r == 1 {
+		return lease.Shard{}, errInjected
+	}
+	s, err := f.Store.Hold(ctx, streamARN, shardID, me, counter, w)
+	if r == 2 && err == nil {
+		return lease.Shard{}, errInjected
+	}
+	return s, err
+}
+
+func (f *flakyStore) Take(ctx context.Context, s lease.Shard, me, nonce string) (lease.Shard, error) {
+	r := f.roll()
+	if r == 1 {
+		return lease.Shard{}, errInjected
+	}
+	got, err := f.Store.Take(ctx, s, me, nonce)
+	if r == 2 && err == nil {
+		return lease.Shard{}, errInjected
+	}
+	return got, err
+}
+
+func (f *flakyStore) Ask(ctx context.Context, s lease.Shard, me, nonce string) error {
+	r := f.roll()
+	if r == 1 {
+		return errInjected
+	}
+	err := f.Store.Ask(ctx, s, me, nonce)
+	if r == 2 && err == nil {
+		return errInjected
+	}
+	return err
+}
