@@ -342,8 +342,8 @@ func decodeShard(item map[string]types.AttributeValue) (Shard, error) {
 // nothing with item.
 func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 	s := Shard{
-		Stream:    getS(item, attrStream),
-		ShardID:   getS(item, attrShard),
+		Stream:       getS(item, attrStream),
+		ShardID:      getS(item, attrShard),
 		Owner:        getS(item, attrOwner),
 		OwnerNonce:   getS(item, attrOwnerNonce),
 		HandoffTo:    getS(item, attrHandoffTo),
