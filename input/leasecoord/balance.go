@@ -30,8 +30,8 @@ type claim struct {
 //
 //   - leases its holder handed to me, and free or expired ones, up to its
 //     share (the readable leases divided by the instances, rounded up), as
-//     the plan of planFree gives them to it, and overdue ones the plan gave
-//     to others while it has room;
+//     the plan of planFree gives them to it, and overdue ones, whoever the
+//     plan gave them to;
 //   - then, while it still holds fewer than its share, up to steals leases of
 //     the instances that hold at least two more than it does (the most loaded
 //     first), one lease per instance and ask.
@@ -64,7 +64,11 @@ func balance(me string, claims []claim, live map[string]bool, steals int) (take,
 		switch {
 		case p.to == me:
 			take = append(take, p.claim)
-		case p.overdue && counts[me] < share:
+		case p.overdue:
+			// Not taken by the instance it fell to for half a lease period
+			// (its scans may fail while it lives): read here rather than
+			// not at all, beyond the share if need be; the balance evens
+			// the counts later.
 			take = append(take, p.claim)
 			counts[me]++
 			counts[p.to]--

@@ -208,14 +208,18 @@ func (b *loadBook) splitFree() (split []planned) {
 }
 
 // planAsks plans up to steals passes in which each instance, lightest
-// first, asks for one lease.
+// first, asks for one lease. No two instances ask each other in one plan:
+// deciding at once, they would swap leases, a move each for what one move
+// of the difference does.
 func (b *loadBook) planAsks(steals int) (asks []planned) {
+	got := map[[2]string]bool{} // asker, giver
 	for range steals {
 		askers := slices.Clone(b.takers)
 		slices.SortFunc(askers, b.lighter)
 		n := len(asks)
 		for _, id := range askers {
-			if c, ok := b.bestAsk(id); ok {
+			if c, ok := b.bestAsk(id, got); ok {
+				got[[2]string{id, c.owner}] = true
 				b.move(c, id)
 				asks = append(asks, planned{c, id})
 			}
@@ -241,10 +245,10 @@ func (b *loadBook) lighter(x, y string) int {
 // bestAsk returns the lease asker asks for next: of the most loaded holder
 // with a lease worth moving to it, the one whose move leaves the two
 // closest.
-func (b *loadBook) bestAsk(asker string) (claim, bool) {
+func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
-		if id != asker {
+		if id != asker && !got[[2]string{id, asker}] {
 			givers = append(givers, id)
 		}
 	}

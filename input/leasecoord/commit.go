@@ -20,6 +20,11 @@ import (
 func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
+	if c.impostor.Load() {
+		// Out for good: a heartbeat would write its presence again once
+		// the process that took its name over left.
+		return nil
+	}
 	start := c.clock.Now()
 	c.fenced(c.book.fence(start))
 	var errs []error
@@ -56,10 +61,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats}, false)
 	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {
-		if !c.impostor.Swap(true) {
-			c.book.dropAll(errLeaseLost)
-			c.st.Log.Errorf("stream %s: another process started with instance_id %q and took over its presence in the lease table %s: this one stopped reading the stream; give every instance its own checkpoint.dynamodb.instance_id (or leave it empty) and restart it", c.st.Name, c.me, c.table.Name())
-		}
+		c.takenOver(ctx)
 		return err
 	}
 	if err == nil {
@@ -67,6 +69,24 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 		c.fenced(c.book.beaten(sent, c.clock.Now(), listed))
 	}
 	return err
+}
+
+// takenOver stops this process for good (saveMu held): another process
+// started with its instance_id and took over its presence. Every reader
+// stops, and every lease is given up with its last checkpoint, by writes
+// conditional on its counter as any: the others take them at once rather
+// than once they expire (one taken meanwhile is no error).
+func (c *leaseCoordinator) takenOver(ctx context.Context) {
+	if c.impostor.Swap(true) {
+		return
+	}
+	c.st.Log.Errorf("stream %s: another process started with instance_id %q and took over its presence in the lease table %s: this one stopped reading the stream and gives up its leases; give every instance its own checkpoint.dynamodb.instance_id (or leave it empty) and restart it", c.st.Name, c.me, c.table.Name())
+	ws := c.book.releaseAll(errNameTaken)
+	c.parallel(len(ws), func(i int) {
+		wctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
+		defer cancel()
+		_ = c.free(wctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter}, ws[i].w)
+	})
 }
 
 // fenced reports the leases just fenced: not renewed for a lease period.
@@ -118,6 +138,9 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 			// The end is durable: the children may be read. Not in the
 			// positions of a stream created again since it was sent.
 			c.pos.SetIn(w.h.epoch, w.shard(), w.cp)
+		}
+		if w.givenUp {
+			c.st.Log.Warnf("stream %s shard %s: gave its lease up at its last checkpoint: it was fenced %v ago, and no renewal since came back in time to read it again (the lease table answers too late); another instance reads the shard", c.st.Name, w.shard(), c.period)
 		}
 		if w.w.HandOver != "" {
 			c.st.Metrics.LeasesHandedOver.Incr(1, c.st.Name)
@@ -185,7 +208,7 @@ func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err er
 			c.st.Metrics.RenewalFailures.Incr(1, c.st.Name)
 			return gerr
 		}
-		if found && it.Owner == c.me {
+		if found && c.view.mine(it) {
 			c.book.recount(w, it.Counter)
 			return nil
 		}
@@ -213,10 +236,17 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	ws := c.book.releaseAll()
+	ws := c.book.releaseAll(context.Canceled)
+	// The release of a lease that failed is tried again below, with its
+	// last checkpoint: freed at an older one, what was acknowledged since
+	// would be read again.
+	unreleased := map[string]lease.Write{}
 	c.parallel(len(ws), func(i int) {
 		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, ws[i].w); err != nil {
 			fail(err)
+			mu.Lock()
+			unreleased[ws[i].shard()] = ws[i].w
+			mu.Unlock()
 		}
 	})
 	// A handover to this instance either lands before its ask is withdrawn
@@ -230,8 +260,14 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 		c.parallel(len(sc.Shards), func(i int) {
 			it := sc.Shards[i]
 			switch {
-			case c.view.mine(it): // handed to this process, not taken up
-				if err := c.free(ctx, it, lease.Write{Release: true}); err != nil {
+			case c.view.mine(it): // its release failed, or handed to this process and not taken up
+				w := lease.Write{Release: true}
+				mu.Lock()
+				if u, ok := unreleased[it.ShardID]; ok {
+					w = u
+				}
+				mu.Unlock()
+				if err := c.free(ctx, it, w); err != nil {
 					fail(err)
 				}
 			case pass == 0 && it.HandoffTo == c.me:
@@ -259,7 +295,7 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 		if gerr != nil {
 			return gerr
 		}
-		if !found || now.Owner != c.me {
+		if !found || !c.view.mine(now) {
 			return nil
 		}
 		_, err = c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, now.Counter, w)
@@ -273,25 +309,10 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 	return nil
 }
 
-// parallel calls do for 0 to n-1, c.writers at a time, and returns once
-// every call returned; one at a time, in order, without goroutines.
+// parallel calls do for 0 to n-1, leaseWriters at a time, and returns
+// once every call returned.
 func (c *leaseCoordinator) parallel(n int, do func(i int)) {
-	if c.writers <= 1 {
-		for i := range n {
-			do(i)
-		}
-		return
+	if n > 0 {
+		c.clock.Parallel(n, leaseWriters, do)
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, c.writers)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			do(i)
-		}()
-	}
-	wg.Wait()
 }

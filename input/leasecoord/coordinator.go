@@ -58,9 +58,6 @@ type leaseCoordination struct {
 	// nonce tells this process's worker items and leases apart from those
 	// of another process started with the same instance_id.
 	nonce string
-	// writers bounds the table writes a coordinator makes at once
-	// (leaseWriters; the simulation makes one at a time).
-	writers int
 }
 
 // New returns the coordination of instances sharing streams through the
@@ -70,7 +67,7 @@ func New(t lease.Store, o Options) coord.Coordination { return newLeaseCoordinat
 func newLeaseCoordination(t lease.Store, o Options) *leaseCoordination {
 	var b [8]byte
 	rand.Read(b[:])
-	return &leaseCoordination{table: t, conf: o, clock: cmp.Or[Clock](o.Clock, wallClock{}), nonce: hex.EncodeToString(b[:]), writers: leaseWriters}
+	return &leaseCoordination{table: t, conf: o, clock: cmp.Or[Clock](o.Clock, wallClock{}), nonce: hex.EncodeToString(b[:])}
 }
 
 func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.Coordinator {
@@ -81,7 +78,7 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 	return &leaseCoordinator{
 		st: st, table: c.table, me: c.conf.InstanceID, nonce: c.nonce, group: c.conf.Group, config: c.conf.Config, tableFlags: cmp.Or(c.conf.TableFlags, checkpoint.TableFlags(c.table.Name(), c.conf.Group)),
 		period: c.conf.LeasePeriod, steals: c.conf.StealLimit, byLoad: c.conf.ByLoad, pos: pos,
-		clock: c.clock, writers: c.writers, saveMu: c.clock.NewMutex(),
+		clock: c.clock, saveMu: c.clock.NewMutex(),
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.nonce, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
 	}
@@ -132,12 +129,11 @@ type leaseCoordinator struct {
 	period       time.Duration
 	steals       int
 	// byLoad balances by the shards' measured loads (balanceLoad).
-	byLoad  bool
-	pos     *coord.Positions
-	book    *leaseBook
-	view    *leaseView
-	clock   Clock
-	writers int
+	byLoad bool
+	pos    *coord.Positions
+	book   *leaseBook
+	view   *leaseView
+	clock  Clock
 
 	// saveMu serializes the writes of held leases and of the worker item:
 	// commits, the end of a shard, a handover, the release.

@@ -34,6 +34,12 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		}
 		return c.period / 3
 	}
+	if c.replaced(ctx, sc) {
+		c.saveMu.Lock()
+		c.takenOver(ctx)
+		c.saveMu.Unlock()
+		return c.period
+	}
 	now := c.clock.Now()
 	c.view.observe(sc, now)
 	c.checkConfigs(sc.Workers, c.view.live(now))
@@ -100,8 +106,12 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		cl.dwelling = c.view.dwelling(it.ShardID, dwell, now)
 		if it.Owner != "" {
 			// Loads as published, this instance's own too: every instance
-			// plans from the same figures.
-			cl.load, cl.measured = c.view.load(it.ShardID, it.Owner)
+			// plans from the same figures. A lease its holder took since
+			// its last heartbeat weighs what its last holder published,
+			// which its meter started from.
+			if cl.load, cl.measured = c.view.load(it.ShardID, it.Owner); !cl.measured {
+				cl.load, cl.measured = c.view.seedLoad(it.ShardID)
+			}
 		}
 		claims = append(claims, cl)
 		switch {
@@ -134,7 +144,14 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		}
 	}
 	take, ask := decide(c.me, claims, c.view.live(now), c.steals)
-	take = c.confirmExpired(ctx, take)
+	if true {
+		var parts []string
+		for _, cl := range claims {
+			parts = append(parts, fmt.Sprintf("%s:%s:%.0f:m%v:d%v:x%v:o%v:a%s", cl.shard[len(cl.shard)-2:], cl.owner, cl.load, cl.measured, cl.dwelling, cl.expired, cl.overdue, cl.asked))
+		}
+		c.st.Log.Debugf("TMP plan: %v live %v take %d ask %d", parts, c.view.live(now), len(take), len(ask))
+	}
+	take = c.confirmExpired(ctx, take, items)
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {
 			c.st.Metrics.LeasesTaken.Incr(1, c.st.Name)
@@ -156,6 +173,21 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	return c.view.nextCycle(c.clock.Now())
 }
 
+// replaced reports whether the scan shows this instance's presence
+// written by another process (one woken from a pause finds it so before
+// its heartbeat fails): confirmed by a strongly consistent read, since an
+// eventually consistent scan may show the presence of the process this
+// one took the name over from.
+func (c *leaseCoordinator) replaced(ctx context.Context, sc lease.Scan) bool {
+	for _, w := range sc.Workers {
+		if w.ID == c.me && w.Nonce != c.nonce {
+			now, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
+			return err == nil && ok && now.Nonce != c.nonce
+		}
+	}
+	return false
+}
+
 // earlierProcess names, in a plan, another process of instance me: the
 // leases it holds count as another instance's, expiring by the usual rules.
 func earlierProcess(me string) string { return me + " (another process)" }
@@ -170,33 +202,39 @@ func (c *leaseCoordinator) dwell() time.Duration { return dwellPeriods * c.perio
 // confirmExpired reads, before the leases of others it is about to take
 // as expired are taken, each such owner's worker item once, strongly
 // consistent: a heartbeat that the scans did not show yet (eventually
-// consistent, or sent just before this cycle) renews the owner's leases,
-// which are then not taken. Free leases pass as they are.
-func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim) []claim {
-	checked := map[string]bool{} // owner -> it moved
+// consistent, or sent just before this cycle) renews the leases it
+// listed, which are then not taken. Free leases pass as they are.
+func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, items map[string]lease.Shard) []claim {
+	type read struct {
+		w     lease.Worker
+		moved bool // since this instance last saw it
+		err   error
+	}
+	reads := map[string]read{}
 	out := take[:0]
 	for _, cl := range take {
-		if !cl.expired || cl.owner == "" || cl.owner == earlierProcess(c.me) {
+		it := items[cl.shard]
+		if !cl.expired || it.Owner == "" {
 			out = append(out, cl)
 			continue
 		}
-		moved, ok := checked[cl.owner]
+		r, ok := reads[it.Owner]
 		if !ok {
-			seen, known := c.view.sighting(cl.owner)
-			w, found, err := c.table.GetWorker(ctx, c.st.ARN, cl.owner)
-			switch {
-			case err != nil:
-				moved = true // not confirmed: the next cycle tries again
-				if ctx.Err() == nil {
-					c.st.Log.Debugf("stream %s: confirming that instance %s stopped: %v", c.st.Name, cl.owner, err)
-				}
-			case found && known && w.Nonce == seen.nonce && w.Counter != seen.counter:
-				moved = true
+			seen, known := c.view.sighting(it.Owner)
+			w, found, err := c.table.GetWorker(ctx, c.st.ARN, it.Owner)
+			r = read{w: w, err: err, moved: found && known && w.Nonce == seen.nonce && w.Counter != seen.counter}
+			if r.moved {
 				c.view.sawWorker(w, c.clock.Now())
 			}
-			checked[cl.owner] = moved
+			if err != nil && ctx.Err() == nil {
+				c.st.Log.Debugf("stream %s: confirming that instance %s stopped: %v", c.st.Name, it.Owner, err)
+			}
+			reads[it.Owner] = r
 		}
-		if !moved {
+		switch {
+		case r.err != nil: // not confirmed: the next cycle tries again
+		case r.moved && (workerSighting{nonce: r.w.Nonce, held: r.w.Held, listed: r.w.Listed}).renews(it):
+		default:
 			out = append(out, cl)
 		}
 	}

@@ -19,6 +19,7 @@ var (
 	errLeaseExpired = errors.New("the shard's lease was not renewed within lease_period")
 	errHandoff      = errors.New("the shard's lease is handed over to another instance")
 	errLeaseDropped = errors.New("the stream was deleted and created again: its leases are dropped")
+	errNameTaken    = errors.New("another process took over this instance's name: its leases are given up")
 )
 
 // leaseState is where a lease this instance holds stands. A lease enters
@@ -90,6 +91,10 @@ type heldLease struct {
 	// uncertain is set when a write failed without an answer: it may have
 	// been applied, moving the counter (see leaseCoordinator.writeFailed).
 	uncertain bool
+	// fencedAt is when the lease was first fenced since a reader was last
+	// granted it: renewals that come back too late to read it again do
+	// not reset it.
+	fencedAt time.Time
 	// meter measures the bytes its readers read: the lease's load, which
 	// the heartbeat publishes. Safe without the book's lock.
 	meter rate.Meter
@@ -159,7 +164,7 @@ func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.Canc
 		return nil, false
 	}
 	g := &leaseGrant{c: c, h: h, cp: h.cp, stop: stop}
-	h.reader = g
+	h.reader, h.fencedAt = g, time.Time{}
 	return g, true
 }
 
@@ -288,6 +293,9 @@ func (b *leaseBook) fenceLocked(now time.Time) (fenced []string) {
 	for id, h := range b.held {
 		if h.state == leaseHeld && now.Sub(b.validFrom(h)) >= b.period {
 			h.state = leaseFenced
+			if h.fencedAt.IsZero() {
+				h.fencedAt = now
+			}
 			if h.reader != nil {
 				h.reader.stop(errLeaseExpired)
 			}
@@ -409,7 +417,15 @@ func (b *leaseBook) due(now time.Time, judge askerJudge) []leaseWrite {
 			if cp.Ended {
 				w.Release = true // an end stored releases the lease
 			}
-			ws = append(ws, leaseWrite{h: h, counter: h.counter, cp: cp, w: w})
+			giveUp := h.state == leaseFenced && now.Sub(h.fencedAt) >= b.period
+			if giveUp {
+				// Its renewals have not come back in time for a lease
+				// period (the table answers too late): each that applied
+				// kept the lease from expiring to others while it is read
+				// by nobody. It is freed instead, at its last checkpoint.
+				w.Release, w.KeepAsked = true, false
+			}
+			ws = append(ws, leaseWrite{h: h, counter: h.counter, cp: cp, w: w, givenUp: giveUp})
 		}
 	}
 	return ws
@@ -570,10 +586,11 @@ func (b *leaseBook) dropAll(cause error) (dropped []string) {
 	return dropped
 }
 
-// releaseAll ends every lease for a clean stop, and returns the writes
-// that store each one's last checkpoint and free it. The readers have
-// stopped by then.
-func (b *leaseBook) releaseAll() []leaseWrite {
+// releaseAll ends every lease, and returns the writes that store each
+// one's last checkpoint and free it: at a clean stop, when the readers
+// have stopped by then, or when another process took over this instance's
+// name (cause, which stops the readers).
+func (b *leaseBook) releaseAll(cause error) []leaseWrite {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ws []leaseWrite
@@ -585,7 +602,7 @@ func (b *leaseBook) releaseAll() []leaseWrite {
 			w.Checkpoint = &cp
 		}
 		ws = append(ws, leaseWrite{h: h, counter: h.counter, cp: cp, w: w})
-		b.end(h, leaseReleased, context.Canceled)
+		b.end(h, leaseReleased, cause)
 	}
 	return ws
 }
@@ -638,13 +655,15 @@ func (b *leaseBook) stateOf(shardID string) (leaseState, bool) {
 
 // leaseWrite is one conditional write of a held lease: at counter, w; cp
 // is the checkpoint it stores, when w stores one. unsettled is set on a
-// handover whose reader did not settle within a lease period.
+// handover whose reader did not settle within a lease period, givenUp on
+// the release of a lease fenced for a lease period.
 type leaseWrite struct {
 	h         *heldLease
 	counter   int64
 	w         lease.Write
 	cp        checkpoint.Checkpoint
 	unsettled bool
+	givenUp   bool
 }
 
 func (w leaseWrite) shard() string { return w.h.shard }
