@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
 BIN       := bin
 EMULATORS := .cache/emulators
 
-.PHONY: all build emulators demo test unit lint config-test modules docs bench bench-leases fuzz clean
+.PHONY: all build emulators demo test unit lint config-test modules docs bench bench-leases sim fuzz clean
 
 all: build
 
@@ -88,6 +88,15 @@ bench:
 # (fake Kinesis, dynalite): time to balance, DynamoDB calls/s, cost.
 bench-leases:
 	$(GO) test -run '^$$' -bench BenchmarkLeaseTableScale -benchtime 1x -timeout 20m ./input
+
+# The deterministic simulation of the lease coordination (input/leasecoord,
+# sim_test.go): SIM_COUNT schedules from seed SIM_FIRST on every core, each
+# checking its invariants at every step. `make test` runs 500 of them; a
+# failure names its seed, and -sim.seed=N replays it with debug logs.
+SIM_COUNT ?= 100000
+SIM_FIRST ?= 1
+sim:
+	$(GO) test -count=1 -timeout 12h -run 'TestSimulation$$' -v ./input/leasecoord -sim.count=$(SIM_COUNT) -sim.first=$(SIM_FIRST)
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime 60s ./internal/kpl

@@ -894,6 +894,55 @@ func (p *leaseProducer) start(rate int) {
 	}()
 }
 
+// startRated writes, every 100 ms in the background until stop, perTick(s)
+// records to each shard s of the first shards: record i of shard s has
+// data "o-<s>-<i>-" padded to 256 bytes and partition key
+// "key-<s>-<i mod 4>", so that the shards' loads are as perTick says.
+func (p *leaseProducer) startRated(shards int, perTick func(shard int) int) {
+	p.started = true
+	next := make([]int, shards)
+	go func() {
+		defer close(p.finished)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			for s := range shards {
+				for range perTick(s) {
+					if p.putTo(s, next[s]) != nil {
+						return
+					}
+					next[s]++
+				}
+			}
+		}
+	}()
+}
+
+// putTo writes record i of shard s (see startRated).
+func (p *leaseProducer) putTo(s, i int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	data := fmt.Sprintf("o-%02d-%07d-", s, i)
+	data += strings.Repeat("x", 256-len(data))
+	pk := fmt.Sprintf("key-%02d-%d", s, i%4)
+	at := time.Now()
+	if _, _, err := p.srv.PutWithHashKey(leaseStream, p.hashKeys[s], pk, []byte(data)); err != nil {
+		p.err = err
+		return err
+	}
+	p.n++
+	p.want[data], p.putAt[data] = pk, at
+	return nil
+}
+
 // count is the number of records written so far.
 func (p *leaseProducer) count() int {
 	p.mu.Lock()

@@ -258,17 +258,21 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 		var best claim
 		gap := math.Inf(1)
 		alike := b.alike(g, asker)
-		for _, c := range b.askable[g] {
-			l := b.weight(c)
-			if !b.worthMoving(c, g, asker, b.unsure[asker] || b.unsure[g] || alike) {
-				continue
+		// A lease that moved within the dwell is asked for (by count) only
+		// when no other will do.
+		for _, dwelling := range []bool{false, true} {
+			for _, c := range b.askable[g] {
+				l := b.weight(c)
+				if c.dwelling != dwelling || !b.worthMoving(c, g, asker, b.unsure[asker] || b.unsure[g] || alike) {
+					continue
+				}
+				if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
+					best, gap = c, d
+				}
 			}
-			if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
-				best, gap = c, d
+			if !math.IsInf(gap, 1) {
+				return best, true
 			}
-		}
-		if !math.IsInf(gap, 1) {
-			return best, true
 		}
 	}
 	return claim{}, false

@@ -442,8 +442,20 @@ func (g *leaseGrant) Ended(ctx context.Context, last *checkpoint.Position) error
 	if !ok {
 		return errNotHeld
 	}
-	return g.c.writeAll(context.WithoutCancel(ctx), []leaseWrite{w})
+	if err := g.c.writeAll(context.WithoutCancel(ctx), []leaseWrite{w}); err != nil {
+		return err
+	}
+	if !g.c.book.released(w) {
+		// The write did not land (its lease's counter was read back after
+		// an earlier write without an answer, or the lease was lost): the
+		// end is not stored.
+		return errEndNotStored
+	}
+	return nil
 }
+
+// errEndNotStored: the write that stores a shard's end did not land.
+var errEndNotStored = errors.New("its end was not stored: the write did not land, and is made again")
 
 // stopped waits for what the reader handed out to settle, as long as it
 // takes, unless the book detaches the reader first: its lease was lost, or

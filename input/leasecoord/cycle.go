@@ -144,13 +144,6 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		}
 	}
 	take, ask := decide(c.me, claims, c.view.live(now), c.steals)
-	if true {
-		var parts []string
-		for _, cl := range claims {
-			parts = append(parts, fmt.Sprintf("%s:%s:%.0f:m%v:d%v:x%v:o%v:a%s", cl.shard[len(cl.shard)-2:], cl.owner, cl.load, cl.measured, cl.dwelling, cl.expired, cl.overdue, cl.asked))
-		}
-		c.st.Log.Debugf("TMP plan: %v live %v take %d ask %d", parts, c.view.live(now), len(take), len(ask))
-	}
 	take = c.confirmExpired(ctx, take, items)
 	for _, cl := range take {
 		if c.take(ctx, items[cl.shard]) {

@@ -117,6 +117,9 @@ const (
 
 func (p *simProc) faultsAt(t time.Time) simFaults {
 	f := p.noise
+	if !t.Before(p.fleet.calmFrom) {
+		f = simFaults{} // the calm: the table answers every call, at once
+	}
 	for _, e := range p.episodes {
 		if t.Before(e.from) || !t.Before(e.to) {
 			continue
@@ -241,14 +244,16 @@ func (p *simProc) commitLoop() {
 }
 
 // runLoop is the stream's run loop: cycles when the coordinator asks,
-// discovers every lease period (a stream created again is found then),
-// and starts readers after each, and when the coordinator says what may
-// be read changed (polled).
+// discovers every lease period (a stream created again is found then; a
+// pin that failed is made again then), and starts readers after each
+// (none while unpinned), and when the coordinator says what may be read
+// changed (polled).
 func (p *simProc) runLoop() {
 	ctx := context.Background()
 	period := p.fleet.period
 	nextCycle := p.w.now
 	nextDiscovery := p.w.now.Add(time.Duration(p.w.rng.Int64N(int64(period))))
+	var retry time.Duration
 	for {
 		p.w.park(p, minTime(nextCycle, nextDiscovery, p.w.now.Add(period/20)))
 		if p.down() || p.stopping {
@@ -256,14 +261,18 @@ func (p *simProc) runLoop() {
 		}
 		now := p.w.now
 		if !now.Before(nextDiscovery) {
-			p.discover(ctx)
+			// As the input's: a discovery that failed (its pin) is tried
+			// again after a backoff from a tenth of the interval.
 			nextDiscovery = p.w.now.Add(period)
+			if !p.discover(ctx) {
+				retry = min(2*max(retry, period/20), period)
+				nextDiscovery = p.w.now.Add(retry)
+			} else {
+				retry = 0
+			}
 		}
 		if !now.Before(nextCycle) {
-			nextCycle = p.w.now.Add(period / 20) // unpinned: after the next discovery
-			if !p.unpinned {
-				nextCycle = p.w.now.Add(p.c.Cycle(ctx, p.readable))
-			}
+			nextCycle = p.w.now.Add(p.c.Cycle(ctx, p.readable))
 		}
 		select {
 		case <-p.c.Changed():
@@ -285,14 +294,14 @@ func minTime(ts ...time.Time) time.Time {
 
 // discover finds a stream created again: it stops its readers, resets the
 // coordinator and pins the new shards (again at the next discovery, if
-// that failed).
-func (p *simProc) discover(ctx context.Context) {
+// that failed). It reports whether it succeeded.
+func (p *simProc) discover(ctx context.Context) bool {
 	if p.gen != p.fleet.gen {
 		for _, r := range p.readers {
 			r.stopReq = true
 		}
 		if err := p.c.Reset(ctx, p.fleet.gens[p.fleet.gen].created); err != nil {
-			return
+			return false
 		}
 		p.fleet.note(p, "reset: the stream was created again")
 		p.gen, p.unpinned = p.fleet.gen, true
@@ -300,9 +309,14 @@ func (p *simProc) discover(ctx context.Context) {
 			p.fleet.readAt[simKey{p.gen, sh.ID}] = p.w.now // the new stream is read from here on
 		}
 	}
-	if p.unpinned && p.c.Pin(ctx, p.fleet.gens[p.gen].shards, checkpoint.Start{Kind: "TRIM_HORIZON"}, true) == nil {
-		p.unpinned = false
+	if p.unpinned {
+		err := p.c.Pin(ctx, p.fleet.gens[p.gen].shards, checkpoint.Start{Kind: "TRIM_HORIZON"}, true)
+		if err == nil {
+			p.unpinned = false
+		}
+		p.fleet.trace(p, "pin: %v", err)
 	}
+	return !p.unpinned
 }
 
 func (p *simProc) readable(shardID string) bool {
@@ -492,10 +506,12 @@ func (r *simReader) stop(ended bool) {
 				last = &checkpoint.Position{Sequence: p.fleet.gens[r.gen].seq(r.id, r.lastAcked)}
 			}
 			for !r.stopReq && !p.down() {
-				if r.g.Ended(ctx, last) == nil {
+				err := r.g.Ended(ctx, last)
+				if err == nil {
 					p.fleet.note(p, "stored the end of %s", r.id)
 					break
 				}
+				p.fleet.trace(p, "storing the end of %s: %v", r.id, err)
 				if p.clock.Sleep(ctx, p.fleet.period/10) != nil {
 					return
 				}

@@ -18,8 +18,9 @@ package leasecoord
 //   - no shard unread for longer than three lease periods while a process
 //     healthy all that time (running, not paused, reaching the table)
 //     could read it;
-//   - in the calm, leases settle: none moves back to a process it left,
-//     none moves more than twice.
+//   - in the calm (no fault, no failing call, steady rates), leases
+//     settle: none moves back to a process it left, none moves more than
+//     twice.
 //
 // A failure names its seed; -sim.seed replays exactly that schedule, with
 // the processes' debug logs. `make sim` runs many more.
@@ -228,6 +229,9 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, before.Owner, p.name, "expired"})
 	case op == "Take" && before.Owner == "":
 		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, "", p.name, "free"})
+	case op == "Hold" && after.Checkpoint.Ended:
+		f.ended[k] = true
+		f.endedAt = append(f.endedAt, f.w.now)
 	case op == "Hold" && w.Release && w.HandOver != "":
 		if unsettled() {
 			f.excuses[k] = append(f.excuses[k], f.w.now)
@@ -237,10 +241,6 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 	case op == "Hold" && w.Release:
 		if unsettled() || p.crashed {
 			f.excuses[k] = append(f.excuses[k], f.w.now)
-		}
-		if after.Checkpoint.Ended {
-			f.ended[k] = true
-			f.endedAt = append(f.endedAt, f.w.now)
 		}
 	}
 }

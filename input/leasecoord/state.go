@@ -564,6 +564,14 @@ func (b *leaseBook) presence(now time.Time) (listed []string, loads map[string]f
 	return listed, loads
 }
 
+// released reports whether w's lease was released (by w, as it ends the
+// lease on success).
+func (b *leaseBook) released(w leaseWrite) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.h.state == leaseReleased
+}
+
 // holds reports whether the book has a lease of the shard (in any state).
 func (b *leaseBook) holds(shardID string) bool {
 	b.mu.Lock()
