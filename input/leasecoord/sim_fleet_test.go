@@ -209,8 +209,19 @@ func (p *simProc) start(t time.Time) {
 			}
 		}
 		for {
+			// As the input's first discovery: a listing that shows the
+			// stream created again since the checkpoints were read resets
+			// before anything is pinned.
 			p.gen = p.fleet.gen
-			if p.c.Pin(ctx, p.fleet.gens[p.gen].shards, first.Start, first.Due) == nil {
+			listed := map[string]coord.Shard{}
+			for _, sh := range p.fleet.gens[p.gen].shards {
+				listed[sh.ID] = sh
+			}
+			if _, _, _, reused := p.c.pos.Reused(listed); reused {
+				if p.c.Reset(ctx, p.fleet.gens[p.gen].created) == nil {
+					first = coord.FirstPin{Due: true, Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}
+				}
+			} else if p.c.Pin(ctx, p.fleet.gens[p.gen].shards, first.Start, first.Due) == nil {
 				break
 			}
 			if p.clock.Sleep(ctx, p.fleet.period/3) != nil {
@@ -296,7 +307,13 @@ func minTime(ts ...time.Time) time.Time {
 // coordinator and pins the new shards (again at the next discovery, if
 // that failed). It reports whether it succeeded.
 func (p *simProc) discover(ctx context.Context) bool {
-	if p.gen != p.fleet.gen {
+	listed := map[string]coord.Shard{}
+	for _, sh := range p.fleet.gens[p.fleet.gen].shards {
+		listed[sh.ID] = sh
+	}
+	// As the input's: the stream's creation time moved, or a shard id
+	// starts at another sequence number than its checkpoint's.
+	if _, _, _, reused := p.c.pos.Reused(listed); reused || p.gen != p.fleet.gen {
 		for _, r := range p.readers {
 			r.stopReq = true
 		}
@@ -328,6 +345,7 @@ func (p *simProc) readable(shardID string) bool {
 // ended, has none running, and is granted.
 func (p *simProc) schedule() {
 	if p.down() || p.stopping || p.unpinned || p.impostor() {
+		p.fleet.trace(p, "schedules nothing: down %v stopping %v unpinned %v impostor %v", p.down(), p.stopping, p.unpinned, p.impostor())
 		return
 	}
 	gen := p.fleet.gens[p.gen]
@@ -336,11 +354,17 @@ func (p *simProc) schedule() {
 			continue
 		}
 		if cp, ok := p.c.pos.Of(sh.ID); !ok || cp.Ended {
+			if _, held := p.c.book.stateOf(sh.ID); held {
+				p.fleet.trace(p, "holds %s, not in its positions (%v) or ended (%+v)", sh.ID, ok, cp)
+			}
 			continue
 		}
 		r := &simReader{p: p, id: sh.ID, gen: p.gen, key: p.key + "/" + sh.ID}
 		g, ok := p.c.Acquire(sh.ID, func(error) { r.stopReq = true })
 		if !ok {
+			if st, held := p.c.book.stateOf(sh.ID); held {
+				p.fleet.trace(p, "no grant of %s: lease %v", sh.ID, st)
+			}
 			continue
 		}
 		// What it reads is of the generation its checkpoint is of.
@@ -430,12 +454,18 @@ func (r *simReader) step() {
 	if r.gen != f.gen {
 		// A shard of a stream deleted since: nothing to read, until the
 		// process finds the stream created again.
+		f.trace(p, "reader of %s of generation %d: the stream is of generation %d", r.id, r.gen, f.gen)
 		w.at(w.now.Add(f.handOutEvery), r.key, r.step)
 		return
 	}
 	gen := f.gens[r.gen]
 	if end := gen.end[r.id]; end > 0 && r.next > end {
 		r.stop(true)
+		return
+	}
+	f.readAt[simKey{r.gen, r.id}] = w.now // read (polled), whether or not there is a record
+	if f.rate(r.id) == 0 {
+		w.at(w.now.Add(f.handOutEvery), r.key, r.step) // idle: nothing to hand out
 		return
 	}
 	n := r.next

@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -148,6 +149,9 @@ func (f *simFleet) newGen(n int) {
 		f.readAt[k] = f.w.now
 		if _, ok := f.rates[id]; !ok {
 			f.rates[id] = float64(1024 * (1 + f.w.rng.IntN(8)))
+			if f.w.rng.IntN(4) == 0 {
+				f.rates[id] = 0 // idle: its lease is renewed by heartbeats alone
+			}
 		}
 	}
 	f.gens = append(f.gens, g)
@@ -167,7 +171,6 @@ func (f *simFleet) granted(r *simReader, from int64) {
 // it out before without an excuse.
 func (f *simFleet) handOut(r *simReader, n int64) {
 	k := simKey{r.gen, r.id}
-	f.readAt[k] = f.w.now
 	m := f.out[k]
 	if m == nil {
 		m = map[int64][]simHandOut{}
@@ -398,6 +401,10 @@ func runSchedule(seed uint64, debug bool) simResult {
 	}
 	res.digest = f.digest()
 	res.logs = f.log.last()
+	if os.Getenv("SIM_STACKS") != "" {
+		buf := make([]byte, 1<<22)
+		os.Stderr.Write(buf[:runtime.Stack(buf, true)])
+	}
 	w.drain()
 	return res
 }
@@ -456,7 +463,7 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 		if over := at.Add(6 * P); over.After(f.calmFrom) {
 			f.calmFrom = over
 		}
-		kind := rng.IntN(14)
+		kind := rng.IntN(15)
 		d := P/4 + time.Duration(rng.Int64N(int64(3*P)))
 		victim := rng.IntN(1 << 30)
 		switch kind {
@@ -513,6 +520,19 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 				f.note(p, "paused for %v", pause)
 				f.newProc(p.name).start(f.w.now.Add(delay))
 			})
+		case 14:
+			// The table unreachable, then slow: the first heartbeats that
+			// get through again are answered late.
+			d2 := P/2 + time.Duration(rng.Int64N(int64(P)))
+			say(at, "partition for someone for %v, then slow for %v", d, d2)
+			f.w.at(at, "", func() {
+				if p := f.pick(victim); p != nil {
+					f.disturbed(p)
+					f.w.at(f.w.now.Add(d+d2), "", func() { f.disturbed(p) })
+					p.episodes = append(p.episodes, simEpisode{"partition", f.w.now, f.w.now.Add(d)}, simEpisode{"slow", f.w.now.Add(d), f.w.now.Add(d + d2)})
+					f.note(p, "partition for %v, then slow for %v", d, d2)
+				}
+			})
 		case 5, 6, 7, 8, 9:
 			ep := []string{"partition", "scans", "slow", "lossy", "acks"}[kind-5]
 			say(at, "%s for someone for %v", ep, d)
@@ -526,7 +546,7 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 			})
 		case 10, 11:
 			shard := rng.IntN(8)
-			r := float64(1024 * (1 + rng.IntN(16)))
+			r := float64(1024 * (rng.IntN(17)))
 			say(at, "shard %d's rate to %.0f B/s", shard, r)
 			f.w.at(at, "", func() { f.rates[fmt.Sprintf("shardId-%012d", shard)] = r })
 		case 12:
