@@ -157,25 +157,25 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 
 // asked handles an ask seen on a held lease's item, by what is known of
 // the asking process (see leaseView.judge): one known dead has its ask
-// removed by the next write; one alive is handed the lease once its
-// reader settled, if it is still alive then; one not known alive yet (its
-// ask is fresher than this instance's last scan) leaves the lease as it
-// is, read on, until it is known either way: every scan shows the ask
-// again. It returns the handover write when that is due now.
+// removed by the next write; one seen alive since the ask was first seen
+// is handed the lease once its reader settled, if it is still alive then;
+// one not seen alive since (it may have died right after asking) leaves
+// the lease as it is, read on, until it is known either way: every scan
+// shows the ask again. It returns the handover write when that is due now.
 func (c *leaseCoordinator) asked(it lease.Shard) *leaseWrite {
 	if it.HandoffTo == "" {
 		return nil
 	}
 	now := c.clock.Now()
-	judge := c.view.judge(now)
-	switch judge(it.HandoffTo, it.HandoffNonce, c.view.askSeen(it, now)) {
+	judge, seen := c.view.judge(now), c.view.askSeen(it, now)
+	switch judge(it.HandoffTo, it.HandoffNonce, seen) {
 	case askerDead:
 		c.book.clearAsk(it.ShardID)
 		return nil
 	case askerUnknown:
 		return nil
 	}
-	if w, due := c.book.askedFor(it.ShardID, it.HandoffTo, it.HandoffNonce, now, judge); due {
+	if w, due := c.book.askedFor(it.ShardID, it.HandoffTo, it.HandoffNonce, seen, now, judge); due {
 		return &w
 	}
 	return nil

@@ -285,6 +285,22 @@ func (f *simFleet) check() error {
 		valid[k] = r
 	}
 	f.readers = live
+	// A process that found the stream created again holds no position of
+	// the stream before in its positions: what the old stream's readers
+	// store after the reset stays out (epochs).
+	for _, p := range f.procs {
+		if !p.joined || p.down() || p.gen < 2 {
+			continue
+		}
+		for _, sh := range f.gens[p.gen].shards {
+			cp, ok := p.c.pos.Of(sh.ID)
+			start, _ := strconv.ParseInt(cp.ShardStart, 10, 64)
+			if ok && start > 0 && int(start/1_000_000_000) < p.gen {
+				return fmt.Errorf("at %.3fs: %s %s(%s) reads generation %d of the stream, and its positions hold %s of generation %d: %+v",
+					now.Sub(simEpoch).Seconds(), p.key, p.name, p.nonce, p.gen, sh.ID, start/1_000_000_000, cp)
+			}
+		}
+	}
 	// No shard unread for three lease periods while a healthy process
 	// could read it.
 	window := 3 * f.period
@@ -463,7 +479,7 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 		if over := at.Add(6 * P); over.After(f.calmFrom) {
 			f.calmFrom = over
 		}
-		kind := rng.IntN(15)
+		kind := rng.IntN(16)
 		d := P/4 + time.Duration(rng.Int64N(int64(3*P)))
 		victim := rng.IntN(1 << 30)
 		switch kind {
@@ -533,6 +549,32 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 					f.note(p, "partition for %v, then slow for %v", d, d2)
 				}
 			})
+		case 15:
+			// An instance asks for a lease and dies at once, while the
+			// holder's pipeline acknowledges slowly.
+			say(at, "someone asks for a lease and crashes; its holder's acknowledgements slow")
+			f.w.at(at, "", func() {
+				b := f.pick(victim)
+				if b == nil {
+					return
+				}
+				for _, it := range f.table.mem.Items() {
+					h := f.holder(it)
+					if h == nil || h == b || it.HandoffTo != "" || it.Checkpoint.Ended || f.rates[it.ShardID] == 0 {
+						continue
+					}
+					if f.table.mem.Ask(context.Background(), it, b.name, b.nonce) != nil {
+						continue
+					}
+					f.note(b, "asked %s for %s, and crashes", h.name, it.ShardID)
+					h.episodes = append(h.episodes, simEpisode{"acks", f.w.now, f.w.now.Add(2 * P)})
+					f.disturbed(h)
+					f.w.at(f.w.now.Add(2*P), "", func() { f.disturbed(h) })
+					break
+				}
+				f.disturbed(b)
+				b.crash()
+			})
 		case 5, 6, 7, 8, 9:
 			ep := []string{"partition", "scans", "slow", "lossy", "acks"}[kind-5]
 			say(at, "%s for someone for %v", ep, d)
@@ -568,6 +610,16 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 		}
 	}
 	return words
+}
+
+// holder returns the live process holding an item's lease, if any.
+func (f *simFleet) holder(it lease.Shard) *simProc {
+	for _, p := range f.procs {
+		if !p.down() && p.joined && it.Owner == p.name && it.OwnerNonce == p.nonce {
+			return p
+		}
+	}
+	return nil
 }
 
 // pick returns a live, joined process, by v (none when none is).

@@ -307,18 +307,19 @@ func (b *leaseBook) fenceLocked(now time.Time) (fenced []string) {
 }
 
 // askedFor starts handing a held lease over to the process nonce of the
-// instance to, whose ask is acted on at now: its reader stops, and once
-// what it handed out is settled (at once without a reader; a lease period
-// at most) the handover is due, if the asker is alive then (see handover).
-// It returns the handover write when it is due now.
-func (b *leaseBook) askedFor(shardID, to, nonce string, now time.Time, judge askerJudge) (leaseWrite, bool) {
+// instance to, whose ask was first seen at seen and is acted on at now:
+// its reader stops, and once what it handed out is settled (at once
+// without a reader; a lease period at most) the handover is due, if the
+// asker is alive then (see handover). It returns the handover write when
+// it is due now.
+func (b *leaseBook) askedFor(shardID, to, nonce string, seen, now time.Time, judge askerJudge) (leaseWrite, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[shardID]
 	if !ok || h.state != leaseHeld {
 		return leaseWrite{}, false
 	}
-	h.state, h.to, h.toNonce, h.asked, h.settleBy = leaseHandingOver, to, nonce, now, now.Add(b.period)
+	h.state, h.to, h.toNonce, h.asked, h.settleBy = leaseHandingOver, to, nonce, seen, now.Add(b.period)
 	if h.reader != nil {
 		h.reader.stop(errHandoff)
 		return leaseWrite{}, false
@@ -337,7 +338,7 @@ const (
 )
 
 // askerJudge tells whether the process nonce of instance id, whose ask was
-// acted on at asked, is alive.
+// first seen at asked, is alive.
 type askerJudge func(id, nonce string, asked time.Time) askerVerdict
 
 // handover decides, at now, about a lease being handed over (must hold

@@ -143,14 +143,19 @@ func itemOf(t *testing.T, m *lease.Memory, shardID string) lease.Shard {
 var settledNow = func(context.Context) error { return nil }
 
 // askAsLiveInstance writes the worker item of instance by (process "n"+by)
-// twice, each seen by the watchers (so that it is alive to them), and its
-// ask for the lease of shardID.
+// twice, each seen by the watchers, its ask for the lease of shardID, seen
+// by the watchers, and the worker item once more, seen by them: by asked,
+// and is alive to them since.
 func askAsLiveInstance(t *testing.T, m *lease.Memory, shardID, by string, watchers ...*leaseCoordinator) {
 	t.Helper()
 	beatAlive(t, m, by, watchers...)
 	if err := m.Ask(t.Context(), itemOf(t, m, shardID), by, "n"+by); err != nil {
 		t.Fatal(err)
 	}
+	for _, w := range watchers {
+		w.view.askSeen(itemOf(t, m, shardID), w.clock.Now().Add(-time.Millisecond))
+	}
+	beatAlive(t, m, by, watchers...)
 }
 
 // beatAlive moves the worker item of instance by (process "n"+by) twice,
@@ -916,16 +921,17 @@ func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
 	}
 }
 
-// TestLeaseIsNotHandedToAnAskerKnownDead: b asks a for s0 and crashes
-// right after (its worker item stops moving, its ask stays). a stops its
-// reader, whose last batch is still in the output: a waits for it a lease
-// period at most, and by then b is dead to a (its worker item did not move
-// for a lease period; a's cycle even removes it). The handover is checked
-// against what a knows of b when it is due, and b is known dead for good
-// once a removed its item: a keeps s0, removes the ask, and reads on.
-// (Before, the ask was checked only when first seen, the handover was
-// written to b, and s0 stayed unread until that lease expired, over two
-// lease periods after the ask.)
+// TestLeaseIsNotHandedToAnAskerKnownDead: b asks a for s0. a reads on
+// until it sees b alive after the ask (one that died right after asking
+// stops no reader); then it stops its reader, whose last batch is still in
+// the output, and b crashes. a waits for the batch a lease period at most,
+// and by then b is dead to a (its worker item did not move for a lease
+// period; a's cycle even removes it). The handover is checked against what
+// a knows of b when it is due, and b is known dead for good once a removed
+// its item: a keeps s0, removes the ask, and reads on. (Before, the ask was
+// checked only when first seen, the handover was written to b, and s0
+// stayed unread until that lease expired, over two lease periods after the
+// ask.)
 func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	t.Parallel()
 	const period = 400 * time.Millisecond
@@ -942,18 +948,22 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	}
 	beat()
 	a.Cycle(t.Context(), everyShard)
-	beat() // b's last heartbeat
+	beat()
 	a.Cycle(t.Context(), everyShard)
 	if !a.view.live(time.Now())["b"] {
 		t.Fatal("b is not live to a")
 	}
-	time.Sleep(period / 6)
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil { // b asks, and crashes
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil { // b asks
 		t.Fatal(err)
 	}
 	asked := time.Now()
+	a.Cycle(t.Context(), everyShard) // the ask is seen; b not seen alive since: a reads on
+	if st, _ := a.book.stateOf("s0"); st != leaseHeld || rec.get() != nil {
+		t.Fatalf("lease %v, reader stopped with %v: want held and read on until b is seen alive after its ask", st, rec.get())
+	}
 	time.Sleep(period / 6)
-	a.Cycle(t.Context(), everyShard) // the ask is seen: the reader stops
+	beat() // b's last heartbeat: it crashes after it
+	a.Cycle(t.Context(), everyShard) // b alive since its ask: the reader stops
 	if st, _ := a.book.stateOf("s0"); st != leaseHandingOver || rec.get() == nil {
 		t.Fatalf("lease %v, reader stopped with %v: want handing over", st, rec.get())
 	}

@@ -288,13 +288,13 @@ func (v *leaseView) live(now time.Time) map[string]bool {
 }
 
 // judge returns an askerJudge of the view as it is at now (a copy: the
-// book calls it under its own lock). A process is alive while its worker
-// item moved within a lease period; dead once it did not for a lease
-// period, once another process of its name replaced it, or once it is
-// known dead (see leaseView.dead); not known either way while it has not
-// moved yet (just started, or not seen yet: its ask is fresher than this
-// instance's last scan), for at most a lease period after its ask was
-// acted on.
+// book calls it under its own lock). An asker is alive while its worker
+// item moved within a lease period and since its ask was first seen (a
+// proof of life after the ask: one that died right after asking is never
+// handed anything, and its ask stops no reader); dead once it did not move
+// for a lease period, once another process of its name replaced it, or
+// once it is known dead (see leaseView.dead); not known either way until
+// then, for at most a lease period after its ask was first seen.
 func (v *leaseView) judge(now time.Time) askerJudge {
 	v.mu.Lock()
 	workers := make(map[string]workerSighting, len(v.workers))
@@ -320,7 +320,7 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 		switch {
 		case same && now.Sub(s.at) >= period:
 			verdict = askerDead
-		case same && s.moved:
+		case same && s.moved && s.at.After(asked):
 			verdict = askerAlive
 		case dead[id][nonce]:
 			verdict = askerDead // removed as dead, or replaced by another process of its name

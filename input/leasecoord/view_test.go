@@ -43,7 +43,10 @@ func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", b.nonce); err != nil {
 		t.Fatal(err)
 	}
-	a.Cycle(t.Context(), everyShard) // a sees the ask; its reader stops
+	a.Cycle(t.Context(), everyShard) // a sees the ask
+	time.Sleep(period / 3)
+	_ = b.Commit(t.Context())        // b alive since its ask (its heartbeat succeeds)
+	a.Cycle(t.Context(), everyShard) // its reader stops
 	g.Stopped(t.Context(), settledNow)
 	if it := itemOf(t, m, "s0"); it.Owner != "b" {
 		t.Fatalf("item %+v, want handed over to b", it)
