@@ -75,6 +75,9 @@ type simProc struct {
 
 	pausedUntil time.Time
 	episodes    []simEpisode
+	// discoverAt, when set, is when its next discovery comes (sooner than
+	// its period).
+	discoverAt time.Time
 	noise       simFaults
 
 	gen      int  // the generation of the stream it reads
@@ -266,6 +269,9 @@ func (p *simProc) runLoop() {
 	nextDiscovery := p.w.now.Add(time.Duration(p.w.rng.Int64N(int64(period))))
 	var retry time.Duration
 	for {
+		if !p.discoverAt.IsZero() {
+			nextDiscovery, p.discoverAt = minTime(nextDiscovery, p.discoverAt), time.Time{}
+		}
 		p.w.park(p, minTime(nextCycle, nextDiscovery, p.w.now.Add(period/20)))
 		if p.down() || p.stopping {
 			return

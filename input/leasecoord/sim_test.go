@@ -240,7 +240,16 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 			f.excuses[k] = append(f.excuses[k], f.w.now)
 		}
 		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, p.name, w.HandOver, "handover"})
-	case op == "Create" || op == "Replace":
+	case op == "Replace":
+		// An item replaced for a stream created again takes its lease from
+		// its holder, whatever it had acknowledged since its checkpoint
+		// (one that pins from a listing taken just before the stream was
+		// deleted may replace the new stream's items, until it finds out).
+		f.excuses[k] = append(f.excuses[k], f.w.now)
+		if g := f.gen; g != gen {
+			f.excuses[simKey{g, after.ShardID}] = append(f.excuses[simKey{g, after.ShardID}], f.w.now)
+		}
+	case op == "Create":
 	case op == "Hold" && w.Release:
 		if unsettled() || p.crashed {
 			f.excuses[k] = append(f.excuses[k], f.w.now)
@@ -665,17 +674,19 @@ func (f *simFleet) recreate(at time.Time, shards int, rng *rand.Rand) {
 			}
 			gen.end[sh.ID] = last + 2 + rng.Int64N(4)
 		}
+		for _, p := range f.procs {
+			if !p.down() && rng.IntN(2) == 0 {
+				// Its table calls are slow from now on, and it finds the
+				// stream created again soon after: an end in flight across
+				// the reset.
+				p.episodes = append(p.episodes, simEpisode{"slow", f.w.now, f.w.now.Add(3 * P / 2)})
+				p.discoverAt = at.Add(time.Duration(rng.Int64N(int64(P / 4))))
+			}
+		}
 	})
 	f.w.at(at, "", func() {
 		f.recreatedAt = f.w.now
 		f.newGen(shards)
-		for _, p := range f.procs {
-			if !p.down() && rng.IntN(2) == 0 {
-				// Its table calls are slow just then: an end in flight
-				// across the reset.
-				p.episodes = append(p.episodes, simEpisode{"slow", f.w.now.Add(-P / 2), f.w.now.Add(P)})
-			}
-		}
 	})
 }
 
