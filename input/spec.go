@@ -299,7 +299,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Default("10s").
 						LintRule(durationAtLeast(fCheckpoint+"."+fDynamo+"."+fDynamoLeasePeriod, 1000, "1s")),
 					service.NewStringField(fDynamoInstanceID).
-						Description("The name of this instance in the table (`leaseOwner`). Empty: the host name and a random suffix, new at every start. Two running instances must never share one.").
+						Description("The name of this instance in the table (`leaseOwner`). Empty: the host name and a random suffix, new at every start. Two running instances never share one: a process started under a name whose presence in the table moves refuses to start; one whose presence did not move for `lease_period` (its process died) takes the name over after watching it that long, and the leases of the earlier process only once they expire.").
 						Default("").
 						Advanced(),
 					service.NewIntField(fDynamoStealLimit).
@@ -307,7 +307,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Default(4).
 						Advanced(),
 					service.NewStringEnumField(fDynamoBalance, balanceThroughput, balanceCount).
-						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder (smoothed over a lease period) and published with its heartbeat, so that the holder of a hot shard holds fewer others; a lease moves only when that clearly evens the load. Idle streams, equal loads and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
+						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder (smoothed over three lease periods, and kept when a lease moves) and published with its heartbeat, so that the holder of a hot shard holds fewer others. A lease moves by load only for a lasting gain: the busier side drops by more than a tenth of the mean instance load, the lease has not changed hands for five lease periods, and the shards involved do not all weigh about the same (equal shards whose counts are within one never move). Idle streams and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
 						Default(balanceThroughput).
 						Advanced(),
 				).

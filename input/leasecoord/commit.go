@@ -28,10 +28,18 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	start := c.clock.Now()
 	c.fenced(c.book.fence(start))
 	var errs []error
-	if start.Sub(c.lastBeat) >= c.period/3 {
+	if start.Sub(c.lastBeat) >= c.period/3 || c.beatSoon.Swap(false) {
 		errs = append(errs, c.heartbeat(ctx))
 	}
 	now := c.clock.Now()
+	// A handover due is made only to an asker alive now: one whose last
+	// sign of life is no longer fresh is read alone once more.
+	for _, a := range c.book.handoversDue(now) {
+		if c.view.judge(now)(a.to, a.toNonce, a.asked) != askerAlive { // stale, or the scans fail
+			c.proveAlive(ctx, a.shard, a.to, a.toNonce)
+		}
+	}
+	now = c.clock.Now()
 	ws := c.book.due(now, c.view.judge(now))
 	errs = append(errs, c.writeAll(ctx, ws))
 	if took := c.clock.Now().Sub(now); len(ws) > 0 && took > c.period/3 {
@@ -69,6 +77,25 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 		c.fenced(c.book.beaten(sent, c.clock.Now(), listed))
 	}
 	return err
+}
+
+// proveAlive reads the worker item of the process that asked for a
+// shard's lease, strongly consistent: the first read of an ask notes its
+// counter, a later one that finds it moved proves the asker alive now
+// (leaseView.askerAt). The asker beats soon after it asks, so the proof
+// comes within a commit period or two rather than a lease cycle. It
+// reports whether it proved it now.
+func (c *leaseCoordinator) proveAlive(ctx context.Context, shardID, by, nonce string) bool {
+	if nonce == "" {
+		return false // an ask written without a nonce: the scans decide
+	}
+	rctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
+	defer cancel()
+	w, found, err := c.table.GetWorker(rctx, c.st.ARN, by)
+	if err != nil || !found || w.Nonce != nonce {
+		return false
+	}
+	return c.view.askerAt(shardID, by, nonce, w.Counter, c.clock.Now())
 }
 
 // takenOver stops this process for good (saveMu held): another process
@@ -152,7 +179,7 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 		}
 		return nil, nil
 	}
-	return c.asked(it), nil
+	return c.asked(ctx, it), nil
 }
 
 // asked handles an ask seen on a held lease's item, by what is known of
@@ -161,14 +188,22 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 // is handed the lease once its reader settled, if it is still alive then;
 // one not seen alive since (it may have died right after asking) leaves
 // the lease as it is, read on, until it is known either way: every scan
-// shows the ask again. It returns the handover write when that is due now.
-func (c *leaseCoordinator) asked(it lease.Shard) *leaseWrite {
+// shows the ask again, and the asker's worker item is read alone each
+// time (see proveAlive). It returns the handover write when that is due
+// now.
+func (c *leaseCoordinator) asked(ctx context.Context, it lease.Shard) *leaseWrite {
 	if it.HandoffTo == "" {
 		return nil
 	}
 	now := c.clock.Now()
-	judge, seen := c.view.judge(now), c.view.askSeen(it, now)
-	switch judge(it.HandoffTo, it.HandoffNonce, seen) {
+	seen := c.view.askSeen(it, now)
+	verdict := c.view.judge(now)(it.HandoffTo, it.HandoffNonce, seen)
+	if verdict == askerUnknown && c.proveAlive(ctx, it.ShardID, it.HandoffTo, it.HandoffNonce) {
+		now = c.clock.Now()
+		verdict = c.view.judge(now)(it.HandoffTo, it.HandoffNonce, seen)
+	}
+	judge := c.view.judge(now)
+	switch verdict {
 	case askerDead:
 		c.book.clearAsk(it.ShardID)
 		return nil

@@ -145,6 +145,9 @@ type leaseCoordinator struct {
 	// impostor is set once another process took over this instance's
 	// name: this one reads nothing more.
 	impostor atomic.Bool
+	// beatSoon makes the next commit beat whatever the cadence: this
+	// instance asked for a lease, and its holder waits for a sign of life.
+	beatSoon atomic.Bool
 
 	// Owned by the stream's run loop (load, pin, reset, cycle):
 	// unstored holds the shards pinned and not yet in the table, with
@@ -261,7 +264,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 // waits (a lease period at most) for that instance's items instead.
 func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) error {
 	if first && c.clock.Now().Before(c.pinWait) {
-		pinned, err := c.awaitFirstPin(ctx)
+		pinned, err := c.awaitFirstPin(ctx, shards)
 		if err != nil {
 			return err
 		}
@@ -284,7 +287,11 @@ func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start 
 // awaitFirstPin waits for the instance that pins the stream's first shards
 // and takes its items; it reports whether it did (false: the wait is over
 // and this instance pins them).
-func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
+func (c *leaseCoordinator) awaitFirstPin(ctx context.Context, listed []coord.Shard) (bool, error) {
+	starts := map[string]string{}
+	for _, sh := range listed {
+		starts[sh.ID] = sh.StartSeq
+	}
 	for {
 		sc, err := c.table.Scan(ctx, c.st.ARN)
 		if err != nil {
@@ -293,7 +300,11 @@ func (c *leaseCoordinator) awaitFirstPin(ctx context.Context) (bool, error) {
 		if sc.Stream != nil && sc.Stream.Pinned {
 			shards := map[string]checkpoint.Checkpoint{}
 			for _, it := range sc.Shards {
-				shards[it.ShardID] = it.Checkpoint
+				// Not an item of a shard that starts elsewhere now (of
+				// the stream before it was created again): pinned anew.
+				if s := starts[it.ShardID]; s == "" || it.Checkpoint.ShardStart == "" || s == it.Checkpoint.ShardStart {
+					shards[it.ShardID] = it.Checkpoint
+				}
 			}
 			c.pos.Adopt(shards)
 			c.pinWait = time.Time{}
@@ -388,6 +399,7 @@ func (c *leaseCoordinator) Reset(ctx context.Context, created time.Time) error {
 	c.created = created
 	c.unstored = map[string][]string{}
 	c.gone = nil
+	c.pinWait = time.Time{} // whoever pins the new stream first, pins it
 	return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.ARN, Created: created, Start: c.st.StartFor(true)})
 }
 
@@ -458,10 +470,10 @@ func (g *leaseGrant) Ended(ctx context.Context, last *checkpoint.Position) error
 var errEndNotStored = errors.New("its end was not stored: the write did not land, and is made again")
 
 // stopped waits for what the reader handed out to settle, as long as it
-// takes, unless the book detaches the reader first: its lease was lost, or
-// is handed over to a live asker a lease period after the ask (then the
-// next holder reads again what was not acknowledged, which is never a
-// loss; see leaseBook.handover).
+// takes, unless the book detaches the reader first: its lease was lost or
+// handed over (see leaseBook.handover: after a lease period of waiting,
+// the next holder reads again what was not acknowledged, which is never a
+// loss).
 func (g *leaseGrant) Stopped(ctx context.Context, settled func(context.Context) error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()

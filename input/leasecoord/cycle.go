@@ -157,6 +157,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	for _, cl := range ask {
 		if c.ask(ctx, items[cl.shard]) {
+			c.beatSoon.Store(true) // the holder waits for a sign of life after the ask
 			c.view.setAsked(cl.shard, now, why)
 			c.st.Log.Debugf("stream %s shard %s: asked %s to hand its lease over (balance by %s)", c.st.Name, cl.shard, cl.owner, why)
 		}
@@ -243,7 +244,7 @@ func (c *leaseCoordinator) handOver(ctx context.Context, items []lease.Shard) {
 	defer c.saveMu.Unlock()
 	var ws []leaseWrite
 	for _, it := range items {
-		if w := c.asked(it); w != nil {
+		if w := c.asked(ctx, it); w != nil {
 			ws = append(ws, *w)
 		}
 	}

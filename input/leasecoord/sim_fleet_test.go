@@ -78,7 +78,7 @@ type simProc struct {
 	// discoverAt, when set, is when its next discovery comes (sooner than
 	// its period).
 	discoverAt time.Time
-	noise       simFaults
+	noise      simFaults
 
 	gen      int  // the generation of the stream it reads
 	unpinned bool // reset, and the new generation's shards not pinned yet

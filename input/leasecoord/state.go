@@ -155,12 +155,14 @@ func (b *leaseBook) took(it lease.Shard, sent time.Time, epoch int, load float64
 
 // grant gives a reader the right to read a shard: only a held lease,
 // renewed within the lease period, with no other reader still running or
-// settling. The reader starts after the last acknowledged record.
+// settling, and no write of it without an answer (a handover or release
+// may have landed: the next write tells). The reader starts after the last
+// acknowledged record.
 func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.CancelCauseFunc, now time.Time) (*leaseGrant, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[shardID]
-	if !ok || h.state != leaseHeld || h.reader != nil || now.Sub(b.validFrom(h)) >= b.period {
+	if !ok || h.state != leaseHeld || h.reader != nil || h.uncertain || now.Sub(b.validFrom(h)) >= b.period {
 		return nil, false
 	}
 	g := &leaseGrant{c: c, h: h, cp: h.cp, stop: stop}
@@ -346,10 +348,12 @@ type askerJudge func(id, nonce string, asked time.Time) askerVerdict
 // again (read on after its reader settled) and the next write removes the
 // ask; not known either way, nothing yet; alive, the handover write once
 // the reader settled, or once it did not within a lease period of the ask
-// (settleBy): it is detached then, and what it handed out and is not
-// acknowledged is read again by the next holder. So a lease is never
-// handed to a process known dead, nor waits on a reader for longer than a
-// lease period.
+// (settleBy): what it handed out and is not acknowledged by then is read
+// again by the next holder. The reader stays attached until the handover
+// lands: should it not (the asker withdrew or died meanwhile), its
+// acknowledgements still count, and the next reader here starts after
+// them. So a lease is never handed to a process known dead, nor waits on a
+// reader for longer than a lease period.
 func (b *leaseBook) handover(h *heldLease, now time.Time, judge askerJudge) (leaseWrite, bool) {
 	switch judge(h.to, h.toNonce, h.asked) {
 	case askerDead:
@@ -361,13 +365,9 @@ func (b *leaseBook) handover(h *heldLease, now time.Time, judge askerJudge) (lea
 	case askerUnknown:
 		return leaseWrite{}, false
 	}
-	unsettled := false
-	if h.reader != nil {
-		if now.Before(h.settleBy) {
-			return leaseWrite{}, false
-		}
-		h.reader.detach()
-		h.reader, unsettled = nil, true
+	unsettled := h.reader != nil
+	if unsettled && now.Before(h.settleBy) {
+		return leaseWrite{}, false
 	}
 	cp := h.cp
 	w := lease.Write{Release: true, HandOver: h.to, HandOverNonce: h.toNonce}
@@ -375,6 +375,29 @@ func (b *leaseBook) handover(h *heldLease, now time.Time, judge askerJudge) (lea
 		w.Checkpoint = &cp
 	}
 	return leaseWrite{h: h, counter: h.counter, cp: cp, w: w, unsettled: unsettled}, true
+}
+
+// pendingHandover is a lease whose handover is due but for the verdict on
+// its asker.
+type pendingHandover struct {
+	shard, to, toNonce string
+	asked              time.Time
+}
+
+// handoversDue returns the leases being handed over whose reader settled
+// (or was waited for long enough) at now: their handover waits only for
+// the verdict on the asker.
+func (b *leaseBook) handoversDue(now time.Time) []pendingHandover {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []pendingHandover
+	for _, id := range slices.Sorted(maps.Keys(b.held)) {
+		h := b.held[id]
+		if h.state == leaseHandingOver && (h.reader == nil || !now.Before(h.settleBy)) {
+			out = append(out, pendingHandover{shard: id, to: h.to, toNonce: h.toNonce, asked: h.asked})
+		}
+	}
+	return out
 }
 
 // clearAsk marks a held lease's ask for removal: the asker is dead.
@@ -387,7 +410,8 @@ func (b *leaseBook) clearAsk(shardID string) {
 }
 
 // due returns the writes a commit makes at now, by shard: every held
-// lease whose checkpoint moved or whose ask is to be removed, every fenced
+// lease whose checkpoint moved, whose ask is to be removed, or whose last
+// write had no answer (the next one tells where it stands), every fenced
 // lease (a write at its counter tells whether it is still this
 // instance's), and every handover due (see handover; a handover write that
 // failed is tried again). A held lease whose checkpoint stays is not
@@ -407,8 +431,8 @@ func (b *leaseBook) due(now time.Time, judge askerJudge) []leaseWrite {
 		switch h.state {
 		case leaseHeld, leaseFenced:
 			changed := !sameCheckpoint(h.cp, h.written)
-			if !changed && !h.clearAsk && h.state == leaseHeld {
-				continue
+			if !changed && !h.clearAsk && !h.uncertain && h.state == leaseHeld {
+				continue // the heartbeat renews it
 			}
 			w := lease.Write{KeepAsked: !h.clearAsk}
 			cp := h.cp

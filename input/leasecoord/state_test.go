@@ -962,7 +962,7 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 		t.Fatalf("lease %v, reader stopped with %v: want held and read on until b is seen alive after its ask", st, rec.get())
 	}
 	time.Sleep(period / 6)
-	beat() // b's last heartbeat: it crashes after it
+	beat()                           // b's last heartbeat: it crashes after it
 	a.Cycle(t.Context(), everyShard) // b alive since its ask: the reader stops
 	if st, _ := a.book.stateOf("s0"); st != leaseHandingOver || rec.get() == nil {
 		t.Fatalf("lease %v, reader stopped with %v: want handing over", st, rec.get())

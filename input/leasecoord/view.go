@@ -54,12 +54,19 @@ type leaseView struct {
 	// when each was first seen: one whose process is not known alive
 	// within a lease period counts as dead.
 	asks map[string]askSeen
+	// proved holds, by instance and nonce, when a read of its worker item
+	// alone found it moved since an ask of it was first seen.
+	proved map[string]time.Time
 }
 
-// askSeen is an ask seen on a lease this instance holds.
+// askSeen is an ask seen on a lease this instance holds: by whom, when
+// first, and the asker's worker counter as first read alone after that
+// (base, when read).
 type askSeen struct {
 	by, nonce string
 	at        time.Time
+	base      int64
+	read      bool
 }
 
 // askMade is an ask this instance made: when, and why (the balance by
@@ -101,7 +108,27 @@ const deadKeep = 100
 func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 	return &leaseView{me: me, nonce: nonce, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
 		owned: map[string]time.Time{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
-		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}}
+		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}, proved: map[string]time.Time{}}
+}
+
+// askerAt takes in the worker counter of the process that asked for a
+// shard's lease, read alone at now: the first read after the ask notes it;
+// a later one that finds it moved since the last proves the asker alive
+// now. It reports whether this read proved it.
+func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a, ok := v.asks[shardID]
+	if !ok || a.by != by || a.nonce != nonce {
+		return false
+	}
+	moved := a.read && counter != a.base
+	a.base, a.read = counter, true
+	v.asks[shardID] = a
+	if moved {
+		v.proved[by+"/"+nonce] = now
+	}
+	return moved
 }
 
 // askSeen returns when the ask on an item was first seen (now, if it is
@@ -308,6 +335,14 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 			dead[id][n] = true
 		}
 	}
+	proved := make(map[string]time.Time, len(v.proved))
+	for k, at := range v.proved {
+		if now.Sub(at) < v.period {
+			proved[k] = at
+		} else {
+			delete(v.proved, k)
+		}
+	}
 	me, period := v.me, v.period
 	v.mu.Unlock()
 	return func(id, nonce string, asked time.Time) askerVerdict {
@@ -317,10 +352,15 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 		verdict := askerUnknown
 		s, seen := workers[id]
 		same := seen && (nonce == "" || s.nonce == nonce) // its own item, as last seen
+		// A sign of life counts since the ask, and for half a lease period:
+		// the asker may have died since (a live one beats every third).
+		fresh := func(at time.Time) bool { return at.After(asked) && now.Sub(at) < period/2 }
 		switch {
+		case fresh(proved[id+"/"+nonce]):
+			verdict = askerAlive // its item, read alone, moved since the ask
 		case same && now.Sub(s.at) >= period:
 			verdict = askerDead
-		case same && s.moved && s.at.After(asked):
+		case same && s.moved && fresh(s.at):
 			verdict = askerAlive
 		case dead[id][nonce]:
 			verdict = askerDead // removed as dead, or replaced by another process of its name
