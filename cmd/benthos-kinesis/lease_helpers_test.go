@@ -855,12 +855,18 @@ func (p *leaseProducer) put(n int) {
 
 func (p *leaseProducer) putOne() error {
 	p.mu.Lock()
+	s, i := p.n%len(p.hashKeys), p.n/len(p.hashKeys)
+	p.mu.Unlock()
+	return p.put1(s, fmt.Sprintf("o-%02d-%07d", s, i), fmt.Sprintf("key-%02d-%d", s, i%4))
+}
+
+// put1 writes one record to shard s and records it.
+func (p *leaseProducer) put1(s int, data, pk string) error {
+	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
 		return p.err
 	}
-	s, i := p.n%len(p.hashKeys), p.n/len(p.hashKeys)
-	data, pk := fmt.Sprintf("o-%02d-%07d", s, i), fmt.Sprintf("key-%02d-%d", s, i%4)
 	at := time.Now()
 	if _, _, err := p.srv.PutWithHashKey(leaseStream, p.hashKeys[s], pk, []byte(data)); err != nil {
 		p.err = err
@@ -925,22 +931,8 @@ func (p *leaseProducer) startRated(shards int, perTick func(shard int) int) {
 
 // putTo writes record i of shard s (see startRated).
 func (p *leaseProducer) putTo(s, i int) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
-	}
 	data := fmt.Sprintf("o-%02d-%07d-", s, i)
-	data += strings.Repeat("x", 256-len(data))
-	pk := fmt.Sprintf("key-%02d-%d", s, i%4)
-	at := time.Now()
-	if _, _, err := p.srv.PutWithHashKey(leaseStream, p.hashKeys[s], pk, []byte(data)); err != nil {
-		p.err = err
-		return err
-	}
-	p.n++
-	p.want[data], p.putAt[data] = pk, at
-	return nil
+	return p.put1(s, data+strings.Repeat("x", 256-len(data)), fmt.Sprintf("key-%02d-%d", s, i%4))
 }
 
 // count is the number of records written so far.

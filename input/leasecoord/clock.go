@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 )
 
 // Clock is the time a coordinator lives by: every reading of the time,
@@ -31,16 +33,7 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
 func (wallClock) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)

@@ -29,7 +29,7 @@ func TestLeaseNewProcessOfAPausedOnesNameWaitsForItsLeasesToExpire(t *testing.T)
 	t.Parallel()
 	const period = 600 * time.Millisecond
 	m := lease.NewMemory()
-	old := newTestLeaseCoordinator(t, m, "same", period, "s0")
+	old := storeCoordinator(t, m, "same", period, "s0")
 	old.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, old, "s0")
 	// old is paused from here on: it writes nothing.

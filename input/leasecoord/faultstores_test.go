@@ -16,36 +16,52 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
-// slowHeartbeats is a lease table whose heartbeats can be held in flight:
-// sent, and applied only once released (as a throttled request that the
-// SDK retries, or one slow on the network, is applied late), always within
-// the caller's deadline.
-type slowHeartbeats struct {
-	lease.Store
+// gate holds the next call it is armed for in flight until released (as
+// a throttled request that the SDK retries, or one slow on the network, is
+// applied late).
+type gate struct {
 	mu      sync.Mutex
-	hold    chan struct{} // non-nil: the next heartbeat waits for it to close
-	entered chan struct{} // closed once that heartbeat is in flight
+	hold    chan struct{} // non-nil: the next call waits for it to close
+	entered chan struct{} // closed once that call is in flight
 }
 
-func (s *slowHeartbeats) holdNext() (entered, release chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hold, s.entered = make(chan struct{}), make(chan struct{})
-	return s.entered, s.hold
+// holdNext arms the gate: entered closes once the next call is in flight,
+// and it goes on once release is closed.
+func (g *gate) holdNext() (entered, release chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hold, g.entered = make(chan struct{}), make(chan struct{})
+	return g.entered, g.hold
+}
+
+// pass lets a call through, holding it first when the gate is armed.
+func (g *gate) pass(ctx context.Context) error {
+	g.mu.Lock()
+	hold, entered := g.hold, g.entered
+	g.hold, g.entered = nil, nil
+	g.mu.Unlock()
+	if hold == nil {
+		return nil
+	}
+	close(entered)
+	select {
+	case <-hold:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// slowHeartbeats is a lease table whose heartbeats can be held in flight,
+// applied only once released, always within the caller's deadline.
+type slowHeartbeats struct {
+	lease.Store
+	gate
 }
 
 func (s *slowHeartbeats) Heartbeat(ctx context.Context, streamARN, me string, p lease.Presence, takeOver bool) error {
-	s.mu.Lock()
-	hold, entered := s.hold, s.entered
-	s.hold, s.entered = nil, nil
-	s.mu.Unlock()
-	if hold != nil {
-		close(entered)
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := s.pass(ctx); err != nil {
+		return err
 	}
 	return s.Store.Heartbeat(ctx, streamARN, me, p, takeOver)
 }
@@ -93,30 +109,16 @@ func (l *lostAnswers) Hold(ctx context.Context, streamARN, shardID, me string, c
 	return s, err
 }
 
-// heldHolds is a lease table whose next Hold waits, in flight, until
-// released (then applies).
+// heldHolds is a lease table whose next Hold can be held in flight until
+// released (then it applies).
 type heldHolds struct {
 	lease.Store
-	mu      sync.Mutex
-	hold    chan struct{}
-	entered chan struct{}
-}
-
-func (h *heldHolds) holdNext() (entered, release chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hold, h.entered = make(chan struct{}), make(chan struct{})
-	return h.entered, h.hold
+	gate
 }
 
 func (h *heldHolds) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
-	h.mu.Lock()
-	hold, entered := h.hold, h.entered
-	h.hold, h.entered = nil, nil
-	h.mu.Unlock()
-	if hold != nil {
-		close(entered)
-		<-hold
+	if err := h.pass(context.WithoutCancel(ctx)); err != nil {
+		return lease.Shard{}, err
 	}
 	return h.Store.Hold(ctx, streamARN, shardID, me, counter, w)
 }

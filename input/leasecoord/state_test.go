@@ -45,27 +45,6 @@ func (s *stopRecorder) get() error {
 	return s.cause
 }
 
-// newTestLeaseCoordinator loads a coordinator of instance me on m and pins
-// the shards (free items at TRIM_HORIZON).
-func newTestLeaseCoordinator(t *testing.T, m *lease.Memory, me string, period time.Duration, shards ...string) *leaseCoordinator {
-	t.Helper()
-	res := service.MockResources()
-	lc := newLeaseCoordination(m, Options{InstanceID: me, LeasePeriod: period, StealLimit: 4})
-	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
-	first, err := c.Load(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var infos []coord.Shard
-	for i, id := range shards {
-		infos = append(infos, coord.Shard{ID: id, StartSeq: fmt.Sprint(i + 1)})
-	}
-	if err := c.Pin(t.Context(), infos, first.Start, first.Due); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // storeCoordinator loads a coordinator of instance me on the store st and
 // pins the shards (free items at TRIM_HORIZON).
 func storeCoordinator(t *testing.T, st lease.Store, me string, period time.Duration, shards ...string) *leaseCoordinator {
@@ -187,7 +166,7 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "solo", period, "s0")
+	c := storeCoordinator(t, m, "solo", period, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	g.Acked(pos(5))
@@ -235,7 +214,7 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 func TestLeaseTakenElsewhereIsLost(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	if _, err := m.Take(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil {
@@ -264,7 +243,7 @@ func TestLeaseTakenElsewhereIsLost(t *testing.T) {
 func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
@@ -298,7 +277,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 	if err := m.Heartbeat(t.Context(), testARN, "dead", lease.Presence{Nonce: "nd"}, true); err != nil {
 		t.Fatal(err)
 	}
-	c := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	c := storeCoordinator(t, m, "a", period, "s0")
 	skipStartWait(c)
 	c.Cycle(t.Context(), everyShard)
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead", "nd"); err != nil {
@@ -319,7 +298,7 @@ func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 func TestLeaseWithdrawnAskKeepsTheLease(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	askAsLiveInstance(t, m, "s0", "b", c)
@@ -347,7 +326,7 @@ func TestLeaseWithdrawnAskKeepsTheLease(t *testing.T) {
 func TestLeaseResetDropsEveryLease(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	before := itemOf(t, m, "s0").Counter
@@ -375,7 +354,7 @@ func TestLeaseResetDropsEveryLease(t *testing.T) {
 func TestLeaseEndReleasesAndCountsForChildren(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	last := pos(12)
@@ -409,7 +388,7 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 	for i := range 10 {
 		shards = append(shards, fmt.Sprintf("shardId-%012d", i))
 	}
-	c := newTestLeaseCoordinator(t, m, "me", period, shards...)
+	c := storeCoordinator(t, m, "me", period, shards...)
 	// Just started, it waits for the instances it sees for the first time
 	// to move: half a lease period at most.
 	start := time.Now()
@@ -436,7 +415,7 @@ func TestDuplicateInstanceIDIsRefused(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
-	first := newTestLeaseCoordinator(t, m, "same", period, "s0")
+	first := storeCoordinator(t, m, "same", period, "s0")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() { // the first process lives: its commits beat
@@ -463,7 +442,7 @@ func TestDuplicateInstanceIDIsRefused(t *testing.T) {
 func TestLeaseDeleteOfAGoneShardIsRetried(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0", "s1")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0", "s1")
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	if err := g.Ended(t.Context(), nil); err != nil {
@@ -491,7 +470,7 @@ func TestLeaseDeleteOfAGoneShardIsRetried(t *testing.T) {
 func TestLeaseOfAnotherStreamUnderTheSameIDIsNotTaken(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	if err := m.Replace(t.Context(), lease.Shard{Stream: testARN, ShardID: "s0", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, ShardStart: "100"}}, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +612,7 @@ func TestLeaseEndOnAnOpenShardIsReported(t *testing.T) {
 func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 	t.Parallel()
 	m := lease.NewMemory()
-	c := newTestLeaseCoordinator(t, m, "a", time.Minute, "s0")
+	c := storeCoordinator(t, m, "a", time.Minute, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, c, "s0")
 	g.Acked(pos(3))
@@ -688,10 +667,10 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 func holderAndWatcher(t *testing.T, period time.Duration) (*lease.Memory, *leaseCoordinator, *leaseCoordinator, *leaseGrant, *stopRecorder) {
 	t.Helper()
 	m := lease.NewMemory()
-	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a := storeCoordinator(t, m, "a", period, "s0")
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
-	return m, a, newTestLeaseCoordinator(t, m, "b", period), g, rec
+	return m, a, storeCoordinator(t, m, "b", period), g, rec
 }
 
 // TestLeaseRenewedByTheHeartbeatAlone: a held lease whose checkpoint stays
@@ -881,7 +860,7 @@ func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
 	took := time.Now()
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
-	b := newTestLeaseCoordinator(t, m, "b", period) // sees a's item and worker now
+	b := storeCoordinator(t, m, "b", period) // sees a's item and worker now
 	skipStartWait(b)
 
 	// Shortly before the lapse, a's commit sends its heartbeat, which stays
@@ -936,7 +915,7 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	t.Parallel()
 	const period = 400 * time.Millisecond
 	m := lease.NewMemory()
-	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a := storeCoordinator(t, m, "a", period, "s0")
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
 	g.Acked(pos(3))

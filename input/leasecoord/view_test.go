@@ -23,7 +23,7 @@ func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
 	m := lease.NewMemory()
-	a := newTestLeaseCoordinator(t, m, "a", period, "s0")
+	a := storeCoordinator(t, m, "a", period, "s0")
 	skipStartWait(a)
 	a.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, a, "s0")
