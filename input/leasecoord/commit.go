@@ -59,8 +59,7 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 // heartbeat moves this instance's worker item (saveMu held), listing the
 // leases it holds: each that had not lapsed when the answer came is
 // renewed from the moment it was sent (leaseBook.beaten). Another process
-// that took over this instance's name stops this one: it drops every lease
-// and reads nothing more.
+// that took over this instance's name stops this one (takenOver).
 func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	hctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 	defer cancel()
