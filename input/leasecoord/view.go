@@ -365,8 +365,17 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 		case dead[id][nonce]:
 			verdict = askerDead // removed as dead, or replaced by another process of its name
 		}
-		if verdict == askerUnknown && now.Sub(asked) >= period {
-			verdict = askerDead // not seen alive within a lease period of its ask
+		// No sign of life for a lease period since the ask (or since the
+		// last one after it): dead.
+		last := asked
+		if p := proved[id+"/"+nonce]; p.After(last) {
+			last = p
+		}
+		if same && s.moved && s.at.After(last) {
+			last = s.at
+		}
+		if verdict == askerUnknown && now.Sub(last) >= period {
+			verdict = askerDead
 		}
 		return verdict
 	}
