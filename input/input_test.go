@@ -67,7 +67,7 @@ type testGrant struct{ lapse time.Time }
 func (testGrant) Start() checkpoint.Checkpoint                         { return checkpoint.Checkpoint{} }
 func (testGrant) Acked(checkpoint.Position)                            {}
 func (testGrant) Ended(context.Context, *checkpoint.Position) error    { return nil }
-func (testGrant) Read(int)                                             {}
+func (testGrant) Read(int, time.Time)                                  {}
 func (g testGrant) Until() time.Time                                   { return g.lapse }
 func (testGrant) Stopped(context.Context, func(context.Context) error) {}
 

@@ -295,11 +295,19 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 				r.ledger.give(b.Room)
 				return err
 			}
-			bytes := 0
-			for i := range b.Records {
-				bytes += len(b.Records[i].Data)
+			// The shard's load: the records' bytes, at their arrival; a
+			// read at the tip that finds nothing tells that nothing
+			// arrived until now.
+			if len(b.Records) > 0 || b.MillisBehindLatest == 0 {
+				bytes, arrived := 0, time.Time{}
+				for i := range b.Records {
+					bytes += len(b.Records[i].Data)
+					if at := b.Records[i].ApproximateArrivalTimestamp; at != nil && at.After(arrived) {
+						arrived = *at
+					}
+				}
+				r.g.Read(bytes, arrived)
 			}
-			r.g.Read(bytes)
 			if fallback != nil {
 				var expired bool
 				all := len(b.Records)

@@ -165,7 +165,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 - kinesis_broken_checkpoints: gauge per stream, shards not read because what is stored for them cannot be read (a malformed checkpoint file entry or lease item, an end stored for a shard listed open)
 - kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
 - kinesis_owned_shards: gauge per stream, the shards being read
-- kinesis_instance_bytes_per_second: gauge per stream, with a lease table: the bytes a second this instance reads of the stream, as its leases' meters measure (what balancing by throughput weighs)
+- kinesis_instance_bytes_per_second: gauge per stream, with a lease table: the bytes a second written to the shards this instance holds, as its leases' meters measure (what balancing by throughput weighs)
 - kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
 - kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
 - kinesis_hash_key_out_of_range: user records of aggregates whose hash key lies outside their shard's range, per stream and shard
@@ -307,7 +307,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Default(4).
 						Advanced(),
 					service.NewStringEnumField(fDynamoBalance, balanceThroughput, balanceCount).
-						Description("How instances share a stream's shards. `throughput`: by the bytes a second each shard is read at, measured by its holder (smoothed over three lease periods, and kept when a lease moves) and published with its heartbeat, so that the holder of a hot shard holds fewer others. A lease moves by load only for a lasting gain: the busier side drops by more than a tenth of the mean instance load, the lease has not changed hands for five lease periods, and the shards involved do not all weigh about the same (equal shards whose counts are within one never move). Idle streams and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
+						Description("How instances share a stream's shards. `throughput`: by the bytes a second written to each shard, measured by its holder from the records' arrival times, so that a reader's pauses and catch-ups do not show (smoothed over three lease periods, and kept when a lease moves) and published with its heartbeat, so that the holder of a hot shard holds fewer others. A lease moves by load only for a lasting gain: the busier side drops by more than a tenth of the mean instance load, the lease has not changed hands for five lease periods, and the shards involved do not all weigh about the same (equal shards whose counts are within one never move). Idle streams and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
 						Default(balanceThroughput).
 						Advanced(),
 				).

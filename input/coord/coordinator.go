@@ -72,9 +72,13 @@ type Grant interface {
 	// Ended records that the shard was read to its end after last (nil:
 	// no record acknowledged by this reader), durably on success.
 	Ended(ctx context.Context, last *checkpoint.Position) error
-	// Read records bytes of the shard's records read: the shard's load,
-	// which a coordinator that balances by load weighs.
-	Read(bytes int)
+	// Read records bytes of the shard's records read, the newest of which
+	// arrived in the shard at arrived (zero: unknown, or bytes 0: a read
+	// at the tip found nothing new): the shard's load, which a
+	// coordinator that balances by load weighs. The load is the rate
+	// records arrive at, not the rate they are read at, which pauses and
+	// bursts with the reader.
+	Read(bytes int, arrived time.Time)
 	// Until is when the reader must stop handing out records: its lease
 	// lapses then unless renewed. Never, with the local store.
 	Until() time.Time

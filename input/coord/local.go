@@ -177,7 +177,7 @@ func (g *localGrant) Ended(ctx context.Context, last *checkpoint.Position) error
 func (g *localGrant) Until() time.Time { return Never }
 
 // Read: one instance has nothing to balance.
-func (g *localGrant) Read(int) {}
+func (g *localGrant) Read(int, time.Time) {}
 
 // stopped waits for what the reader handed out to settle, unless the
 // stream was reset since: the old stream's records do not hold the new

@@ -106,8 +106,9 @@ type Worker struct {
 	// processes started with one instance id write two nonces. Empty on an
 	// item written before nonces were.
 	Nonce string
-	// Loads is the measured read rate, in bytes a second, of each shard the
-	// instance held at its last heartbeat: what balancing by load weighs.
+	// Loads is the measured load, in bytes a second written to the shard,
+	// of each shard the instance held at its last heartbeat: what
+	// balancing by load weighs.
 	Loads map[string]float64
 	// Config is a digest of each part of the instance's pipeline config
 	// (see Presence.Config); empty when it published none.

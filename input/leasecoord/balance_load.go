@@ -12,9 +12,10 @@ const (
 	loadFloor = 1024
 	// loadMargin is the hysteresis of a move by load, as a fraction of the
 	// mean instance load: a move must lower the busier side of its pair by
-	// at least this much. The meters' noise is well below it: each is
-	// smoothed over three lease periods (loadWindow) and a lease that moves
-	// keeps its rate (leaseBook.took).
+	// at least this much. The meters' noise is well below it: each measures
+	// the rate records arrive at (a reader's pauses and bursts do not
+	// show), smoothed over three lease periods (loadWindow), and a lease
+	// that moves keeps its rate (leaseBook.took).
 	loadMargin = 0.1
 	// alikeSpread is how far apart, as a fraction of the lightest, the
 	// leases of two instances may weigh and still count as alike: between

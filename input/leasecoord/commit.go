@@ -64,7 +64,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	hctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 	defer cancel()
 	sent := c.clock.Now()
-	listed, loads := c.book.presence(sent)
+	listed, loads := c.book.presence()
 	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats}, false)
 	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {

@@ -441,7 +441,13 @@ func (g *leaseGrant) Acked(pos checkpoint.Position) { g.c.book.ack(g, pos) }
 
 func (g *leaseGrant) Until() time.Time { return g.c.book.until(g) }
 
-func (g *leaseGrant) Read(bytes int) { g.h.meter.Add(bytes, g.c.clock.Now()) }
+func (g *leaseGrant) Read(bytes int, arrived time.Time) {
+	// Unknown, or later than now by Kinesis's clock: as now.
+	if now := g.c.clock.Now(); arrived.IsZero() || arrived.After(now) {
+		arrived = now
+	}
+	g.h.meter.Add(bytes, arrived)
+}
 
 // errNotHeld: the end of a shard cannot be stored under a lease that is no
 // longer held as the reader was given it.

@@ -65,7 +65,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 
 	var claims []claim
 	var myLoad float64
-	for _, l := range c.book.loads(now) {
+	for _, l := range c.book.loads() {
 		myLoad += l
 	}
 	c.st.Metrics.InstanceLoad.Set(int64(myLoad), c.st.Name)

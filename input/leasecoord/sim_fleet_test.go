@@ -478,7 +478,7 @@ func (r *simReader) step() {
 	r.next++
 	f.trace(p, "hands out %s record %d (grant until %.3fs)", r.id, n, r.g.Until().Sub(simEpoch).Seconds())
 	f.handOut(r, n)
-	r.g.Read(int(f.rate(r.id) * f.handOutEvery.Seconds()))
+	r.g.Read(int(f.rate(r.id)*f.handOutEvery.Seconds()), time.Time{})
 	delay := time.Duration(w.rng.Int64N(int64(f.period / 40)))
 	if p.faultsAt(w.now).slowAcks {
 		delay = time.Duration(w.rng.Int64N(int64(f.period * 3 / 2)))

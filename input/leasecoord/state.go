@@ -126,7 +126,8 @@ func (b *leaseBook) signal() {
 }
 
 // loadWindow is the time constant of a lease's meter, in lease periods:
-// three smooth the meters' noise well below the balance's margin, and a
+// three smooth the shards' own noise well below the balance's margin (the
+// meters measure arrivals, so a reader's pauses and catch-ups add none), and a
 // shard turned ten times hotter still weighs three times its old rate a
 // lease period later.
 const loadWindow = 3
@@ -555,23 +556,24 @@ func (b *leaseBook) scanned(it lease.Shard, me, nonce string) (lost bool) {
 	return true
 }
 
-// loads returns the measured read rate, in bytes a second, of every lease
-// held at now whose meter ran long enough to measure, by shard.
-func (b *leaseBook) loads(now time.Time) map[string]float64 {
+// loads returns the measured load (the rate bytes arrive at the shard, see
+// rate.Meter), in bytes a second, of every lease held whose meter ran long
+// enough to measure, by shard.
+func (b *leaseBook) loads() map[string]float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make(map[string]float64, len(b.held))
 	for id, h := range b.held {
-		if r, warm := h.meter.Rate(now); warm {
+		if r, warm := h.meter.Rate(); warm {
 			out[id] = r
 		}
 	}
 	return out
 }
 
-// presence returns what a heartbeat sent at now publishes: the leases it
-// renews (listed) and the measured load of each of them.
-func (b *leaseBook) presence(now time.Time) (listed []string, loads map[string]float64) {
+// presence returns what a heartbeat publishes: the leases it renews
+// (listed) and the measured load of each of them.
+func (b *leaseBook) presence() (listed []string, loads map[string]float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	listed = make([]string, 0, len(b.held))
@@ -581,7 +583,7 @@ func (b *leaseBook) presence(now time.Time) (listed []string, loads map[string]f
 			continue
 		}
 		listed = append(listed, id)
-		if r, warm := h.meter.Rate(now); warm {
+		if r, warm := h.meter.Rate(); warm {
 			loads[id] = r
 		}
 	}

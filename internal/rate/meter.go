@@ -1,4 +1,4 @@
-// Package rate measures a smoothed rate of events, such as bytes read from
+// Package rate measures a smoothed rate of events, such as bytes written to
 // a shard, for balancing by load.
 package rate
 
@@ -17,40 +17,56 @@ const DefaultWindow = 30 * time.Second
 // over a shorter time one read weighs too much.
 const Warm = 5 * time.Second
 
-// Meter is an exponentially decaying sum of what was added: for a steady
-// rate r, the sum divided by Window converges to r, and it decays to zero
-// while nothing is added. A young meter's sum is divided by the part of
-// the Window it has run (the sum of a steady rate r over age a is
-// r·Window·(1-e^(-a/Window))), so that its rate is right from the start, not
-// a ramp that would make a shard just taken over look light. Safe for
-// concurrent use.
+// Meter is the rate at which events arrive at a source that is read with a
+// lag, such as the bytes written to a shard: an exponentially decaying sum
+// of what was added, on the time axis of the events' arrival, not of their
+// reading. For a steady rate r the sum divided by Window converges to r
+// however the reads go: a reader that stalls and then catches up, or that
+// reads an hour behind, measures the rate the source is written at, not the
+// bursts and gaps of its own reads. (Balancing on those moves leases for
+// what a pause did, and moves them back once the reader caught up.)
+//
+// The rate is as of the newest arrival the meter knows of: it decays only
+// as reads show that nothing arrived (Add of nothing, up to a time), so a
+// reader that stops reading for a while, stalled or held back by its
+// consumer, leaves the rate as it was. A young meter's sum is divided by
+// the part of the Window it has run (the sum of a steady rate r over age a
+// is r·Window·(1-e^(-a/Window))), so that its rate is right from the
+// start, not a ramp that would make a shard just taken over look light.
+// Safe for concurrent use.
 type Meter struct {
 	// Window is the time constant (DefaultWindow when zero). Set before
 	// the first Add.
 	Window time.Duration
 
-	mu    sync.Mutex
-	sum   float64 // decayed to last
-	last  time.Time
-	start time.Time // of the first Add
+	mu     sync.Mutex
+	sum    float64   // decayed to last
+	last   time.Time // the newest arrival known of (or the seed's time)
+	start  time.Time // the first arrival, or the seed's start
+	seeded time.Time // arrivals before it are counted by the seed
 }
 
-// Add records n units at t.
-func (m *Meter) Add(n int, t time.Time) {
+// Add records n units that arrived at the source at arrived: n = 0 tells
+// that nothing arrived until then. Arrivals need not come in order.
+func (m *Meter) Add(n int, arrived time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.start.IsZero() {
-		m.start = t
+	if arrived.Before(m.seeded) {
+		return // the seeded rate counts it already
 	}
-	m.sum = m.decayed(t) + float64(n)
-	if t.After(m.last) {
-		m.last = t
+	if m.start.IsZero() {
+		m.start = arrived
+	}
+	m.sum = m.decayed(arrived) + float64(n)
+	if arrived.After(m.last) {
+		m.last = arrived
 	}
 }
 
 // Seed starts a meter that nothing was added to yet at rate r, as at t:
 // as if r had been read steadily for long before (it is warm at once).
-// What another meter of the same stream measured until t carries over.
+// What another meter of the same source measured until t carries over, and
+// arrivals before t, which that meter counted, are not added again.
 func (m *Meter) Seed(r float64, t time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -60,20 +76,21 @@ func (m *Meter) Seed(r float64, t time.Time) {
 	w := m.window()
 	m.start = t.Add(-max(Warm, 5*w))
 	m.sum = r * w.Seconds() * (1 - math.Exp(-t.Sub(m.start).Seconds()/w.Seconds()))
-	m.last = t
+	m.last, m.seeded = t, t
 }
 
-// Rate returns the units a second at t, and whether the meter ran Warm.
-func (m *Meter) Rate(t time.Time) (rate float64, warm bool) {
+// Rate returns the units a second as of the newest arrival known of, and
+// whether the meter ran Warm by then.
+func (m *Meter) Rate() (rate float64, warm bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.start.IsZero() {
 		return 0, false
 	}
-	age := max(t.Sub(m.start), time.Second)
+	age := max(m.last.Sub(m.start), time.Second)
 	w := m.window().Seconds()
 	ramp := 1 - math.Exp(-age.Seconds()/w)
-	return m.decayed(t) / (w * ramp), age >= Warm
+	return m.sum / (w * ramp), age >= Warm
 }
 
 func (m *Meter) decayed(t time.Time) float64 {
