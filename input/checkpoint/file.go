@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -164,12 +165,12 @@ func Read(dir, streamARN string) (Stream, error) {
 
 func readFile(path, streamARN string) (Stream, error) {
 	empty := Stream{ARN: streamARN, Shards: map[string]Checkpoint{}}
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, nil
 	}
 	if err != nil {
-		return Stream{}, fmt.Errorf("reading checkpoint file %q: %w", path, err)
+		return Stream{}, err
 	}
 	var doc fileDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -199,6 +200,111 @@ func readFile(path, streamARN string) (Stream, error) {
 	return doc.Stream, nil
 }
 
+// MaxFileSize is the largest checkpoint file read: a stream of 10,000
+// shards saves about 2 MiB, so anything larger is not a checkpoint file
+// (a log, a disk image, a symlink to a device) and reading it whole would
+// only take memory.
+const MaxFileSize = 16 << 20
+
+// readBounded reads a checkpoint file that must be a regular file of at
+// most MaxFileSize, or a symlink that resolves to one: a device (such as
+// /dev/zero, which never ends), a FIFO (which blocks until written to), a
+// directory or a dangling symlink is refused with what it is, never read
+// or counted as no checkpoint. fs.ErrNotExist only when nothing is at path.
+func readBounded(path string) ([]byte, error) {
+	target, err := resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	// Opened without blocking, in case a FIFO took the place of the file
+	// since resolve looked; checked again on the open file.
+	f, err := openNonBlocking(target)
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint file %q: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint file %q: %w", path, err)
+	}
+	if err := checkRegular(path, target, info); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint file %q: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(path, int64(len(data)))
+	}
+	return data, nil
+}
+
+// resolve returns the file a checkpoint path stands for: the path itself,
+// or the target of its symlinks, which must exist and be a regular file.
+// fs.ErrNotExist only when nothing is at path.
+func resolve(path string) (string, error) {
+	link, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("checkpoint file %q: %w", path, err)
+	}
+	target := path
+	if link.Mode()&fs.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			dest, _ := os.Readlink(path)
+			return "", fmt.Errorf("checkpoint file %q is a symlink to %q, which cannot be followed (%v): restore its target, or remove the symlink to start again from start_from", path, dest, unwrapPath(err))
+		}
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint file %q: %w", path, err)
+	}
+	return target, checkRegular(path, target, info)
+}
+
+// checkRegular refuses a checkpoint file that is not a regular file of at
+// most MaxFileSize, naming what it is.
+func checkRegular(path, target string, info fs.FileInfo) error {
+	what := ""
+	switch m := info.Mode(); {
+	case m.IsRegular():
+		if info.Size() > MaxFileSize {
+			return tooLarge(path, info.Size())
+		}
+		return nil
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = "not a regular file (mode " + m.String() + ")"
+	}
+	if target != path {
+		what = fmt.Sprintf("a symlink to %q, %s", target, what)
+	}
+	return fmt.Errorf("checkpoint file %q is %s, not a regular file: remove it, or put the checkpoint file there, to start", path, what)
+}
+
+func tooLarge(path string, size int64) error {
+	return fmt.Errorf("checkpoint file %q holds %d bytes, more than a checkpoint file ever does (at most %d): it is something else; move it away, or restore the checkpoint file", path, size, MaxFileSize)
+}
+
+// unwrapPath drops the path an fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 type fileDoc struct {
 	Version int `json:"version"`
 	Stream
@@ -214,7 +320,15 @@ func (f *File) Save(_ context.Context, s Stream) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(path, append(data, '\n')); err != nil {
+	// A symlink stays one: the file it points to is replaced.
+	target, err := resolve(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		target, err = path, nil
+	}
+	if err != nil {
+		return fmt.Errorf("saving checkpoints: %w", err)
+	}
+	if err := writeAtomic(target, append(data, '\n')); err != nil {
 		return fmt.Errorf("saving checkpoints to %q: %w", path, err)
 	}
 	return nil

@@ -317,3 +317,99 @@ func TestFileMarksMalformedShardBroken(t *testing.T) {
 		})
 	}
 }
+
+// TestFileRefusesWhatIsNotACheckpointFile: in a checkpoint file's place, a
+// symlink to /dev/zero (which never ends), a FIFO (which blocks until
+// written), a directory, a file larger than MaxFileSize or a dangling
+// symlink is refused at once, naming the path and what it is, never read
+// whole, waited on or taken for "no checkpoint" (which would read every
+// record again); Read, for checkpoint show, the same.
+func TestFileRefusesWhatIsNotACheckpointFile(t *testing.T) {
+	cases := map[string]struct {
+		place func(t *testing.T, path string)
+		want  string
+	}{
+		"symlink to /dev/zero": {func(t *testing.T, path string) { must(t, os.Symlink("/dev/zero", path)) }, `a symlink to "/dev/zero", a device, not a regular file`},
+		"FIFO":                 {func(t *testing.T, path string) { must(t, syscall.Mkfifo(path, 0o644)) }, "is a FIFO, not a regular file"},
+		"directory":            {func(t *testing.T, path string) { must(t, os.Mkdir(path, 0o755)) }, "is a directory, not a regular file"},
+		"dangling symlink": {func(t *testing.T, path string) { must(t, os.Symlink(path+".gone", path)) },
+			"which cannot be followed"},
+		"file of 17 MiB": {func(t *testing.T, path string) {
+			must(t, os.WriteFile(path, []byte(strings.Repeat(" ", MaxFileSize+1<<20)+`{"version":1}`), 0o644))
+		}, fmt.Sprintf("holds %d bytes, more than a checkpoint file ever does (at most %d)", MaxFileSize+1<<20+13, MaxFileSize)},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			f, err := OpenFile(dir)
+			must(t, err)
+			defer f.Close()
+			path := f.Path(testARN)
+			c.place(t, path)
+			done := make(chan error, 2)
+			go func() {
+				_, err := f.Load(context.Background(), testARN)
+				done <- err
+				_, err = Read(dir, testARN)
+				done <- err
+			}()
+			for _, call := range []string{"Load", "Read"} {
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), strconv.Quote(path)) {
+						t.Fatalf("%s: got %v, want an error naming %q and saying %q", call, err, path, c.want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s did not return within 5 s", call)
+				}
+			}
+		})
+	}
+}
+
+// TestFileSavesThroughASymlink: a checkpoint file that is a symlink to a
+// file elsewhere is read from its target, and a save replaces the target,
+// leaving the symlink in place (before, the save replaced the symlink by a
+// plain file and left the target stale).
+func TestFileSavesThroughASymlink(t *testing.T) {
+	ctx := context.Background()
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	f, err := OpenFile(dir)
+	must(t, err)
+	defer f.Close()
+	target := filepath.Join(elsewhere, "orders.json")
+	must(t, os.Symlink(target, f.Path(testARN)))
+	if _, err := f.Load(ctx, testARN); err == nil || !strings.Contains(err.Error(), "cannot be followed") {
+		t.Fatalf("a symlink to a file not there yet loaded: %v", err)
+	}
+	must(t, os.WriteFile(target, nil, 0o644))
+	must(t, os.Remove(target))
+	s := Stream{ARN: testARN, Shards: map[string]Checkpoint{"shardId-000000000000": {Position: &Position{Sequence: "49590338271490256608559692538361571095921575989136588898"}}}}
+	// A symlink whose target is gone is not replaced by a plain file.
+	if err := f.Save(ctx, s); err == nil || !strings.Contains(err.Error(), "cannot be followed") {
+		t.Fatalf("saved through a dangling symlink: %v", err)
+	}
+	must(t, os.WriteFile(target, []byte(`{"version":1,"stream_arn":"`+testARN+`"}`), 0o644))
+	must(t, f.Save(ctx, s))
+	if info, err := os.Lstat(f.Path(testARN)); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("after a save, the checkpoint file is no longer a symlink: %v %v", info, err)
+	}
+	got, err := f.Load(ctx, testARN)
+	must(t, err)
+	if p := got.Shards["shardId-000000000000"].Position; p == nil || p.Sequence != s.Shards["shardId-000000000000"].Position.Sequence {
+		t.Fatalf("read back through the symlink: %+v", got.Shards)
+	}
+	data, err := os.ReadFile(target)
+	must(t, err)
+	if !strings.Contains(string(data), "49590338271490256608559692538361571095921575989136588898") {
+		t.Fatalf("the symlink's target was not written: %s", data)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

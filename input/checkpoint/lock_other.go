@@ -11,3 +11,5 @@ func lockFile(path string) (*os.File, error) { return nil, nil }
 func unlockFile(*os.File) error { return nil }
 
 func syncDir(string) error { return nil }
+
+func openNonBlocking(path string) (*os.File, error) { return os.Open(path) }

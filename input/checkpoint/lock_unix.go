@@ -38,3 +38,9 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// openNonBlocking opens path for reading without waiting for a writer, should
+// it be a FIFO.
+func openNonBlocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
