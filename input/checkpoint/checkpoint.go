@@ -94,18 +94,28 @@ func FromShard(s shard.Start) Start {
 }
 
 // ParseTime reads a start time as users give it: an RFC 3339 time, or a
-// duration back from now (-24h).
+// duration back from now (-24h). It must lie between 2013 and a few
+// minutes from now (CheckStartTime).
 func ParseTime(s string, now time.Time) (time.Time, error) {
+	var t time.Time
+	means := ""
 	if strings.HasPrefix(s, "-") {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return time.Time{}, errors.New("not a duration back from now; expected e.g. -24h or -90m")
 		}
-		return now.Add(d), nil
+		t = now.Add(d)
+		means = "means " + t.UTC().Format(time.RFC3339) + "; "
+	} else {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return time.Time{}, errors.New("neither an RFC 3339 time nor a duration back from now; expected e.g. 2024-05-01T00:00:00Z or -24h")
+		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, errors.New("neither an RFC 3339 time nor a duration back from now; expected e.g. 2024-05-01T00:00:00Z or -24h")
+	if err := CheckStartTime("", t, now); err != nil {
+		var fe *FieldError
+		errors.As(err, &fe)
+		return time.Time{}, fmt.Errorf("%sexpected %s", means, fe.Expected)
 	}
 	return t, nil
 }

@@ -37,11 +37,34 @@ func CheckSequence(field, seq string) error {
 	return nil
 }
 
-// CheckStartTime reports a start time that cannot be meant: before Kinesis
-// existed.
-func CheckStartTime(field string, t time.Time) error {
-	if t.Before(earliestStart) {
-		return &FieldError{Field: field, Value: t.UTC().Format(time.RFC3339Nano), Expected: "a time after " + earliestStart.Format(time.RFC3339) + " (no Kinesis record is older)"}
+// MaxStartAhead is how far past now a start time a user gives may lie: a
+// few minutes, for clocks that differ. A time further ahead is a typo (a
+// time after 2262 is even sent by the AWS SDK as a negative number, which
+// Kinesis takes for the trim horizon: every record read again).
+const MaxStartAhead = 5 * time.Minute
+
+// maxStoredAhead is how far past now a stored start time may lie: it was
+// given by a user (MaxStartAhead) or pinned by a clock, on a machine whose
+// clock may run ahead of this one's, but never by a day.
+const maxStoredAhead = 24 * time.Hour
+
+// CheckStartTime reports a start time a user gives (start_timestamp, the
+// checkpoint command) that cannot be meant: before Kinesis existed, or
+// later than MaxStartAhead from now.
+func CheckStartTime(field string, t, now time.Time) error {
+	return checkStart(field, t, now.Add(MaxStartAhead), "a few minutes from now")
+}
+
+// CheckStoredStartTime reports a stored start time that cannot be meant:
+// before Kinesis existed, or a day or more from now.
+func CheckStoredStartTime(field string, t time.Time) error {
+	return checkStart(field, t, time.Now().Add(maxStoredAhead), "a day from now")
+}
+
+func checkStart(field string, t, latest time.Time, ahead string) error {
+	if t.Before(earliestStart) || t.After(latest) {
+		return &FieldError{Field: field, Value: t.UTC().Format(time.RFC3339Nano),
+			Expected: fmt.Sprintf("a time between %s (no Kinesis record is older) and %s (%s)", earliestStart.Format(time.RFC3339), ahead, latest.UTC().Format(time.RFC3339))}
 	}
 	return nil
 }
@@ -74,7 +97,7 @@ func (c Checkpoint) Validate() error {
 		if c.Start.Timestamp == nil {
 			return &FieldError{Field: "start.timestamp", Value: "missing", Expected: "the time AT_TIMESTAMP starts at"}
 		}
-		if err := CheckStartTime("start.timestamp", *c.Start.Timestamp); err != nil {
+		if err := CheckStoredStartTime("start.timestamp", *c.Start.Timestamp); err != nil {
 			return err
 		}
 	default:

@@ -140,8 +140,8 @@ func checkShardItem(item map[string]types.AttributeValue) error {
 	}
 	if v, ok := item[attrStartTime]; ok {
 		t, err := time.Parse(timestampEncoder, getS(item, attrStartTime))
-		if err != nil || checkpoint.CheckStartTime(attrStartTime, t) != nil {
-			return attrError(key, attrStartTime, v, "S (an RFC 3339 time after 2013)")
+		if err != nil || checkpoint.CheckStoredStartTime(attrStartTime, t) != nil {
+			return attrError(key, attrStartTime, v, "S (an RFC 3339 time after 2013 and less than a day from now)")
 		}
 	}
 	if !hasCheckpoint {

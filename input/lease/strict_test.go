@@ -55,6 +55,13 @@ func TestMalformedShardItemIsBroken(t *testing.T) {
 			item[attrStartTime] = str("0001-01-01T00:00:00Z")
 			return item
 		}(), []string{"startTimestamp", `S "0001-01-01T00:00:00Z"`, "after 2013"}},
+		{"start time of year 2999", func() map[string]types.AttributeValue {
+			item := good()
+			delete(item, attrCheckpoint)
+			item[attrStartKind] = str("AT_TIMESTAMP")
+			item[attrStartTime] = str("2999-01-01T00:00:00Z")
+			return item
+		}(), []string{"startTimestamp", `S "2999-01-01T00:00:00Z"`, "less than a day from now"}},
 		{"unknown start", func() map[string]types.AttributeValue {
 			item := good()
 			delete(item, attrCheckpoint)
