@@ -148,6 +148,12 @@ func (m *Memory) SetItem(item map[string]types.AttributeValue) {
 	m.items[getS(item, attrKey)] = maps.Clone(item)
 }
 
+// free reports whether an item's lease is free: no leaseOwner, or an empty
+// one (see freeCondition).
+func free(item map[string]types.AttributeValue) bool {
+	return !has(item, attrOwner) || eqS(item, attrOwner, "")
+}
+
 // update returns a copy of item (a new item when nil) with sets set and
 // removes removed.
 func update(item, sets map[string]types.AttributeValue, removes ...string) map[string]types.AttributeValue {

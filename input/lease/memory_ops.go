@@ -131,7 +131,7 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 	}
 	defer m.mu.Unlock()
 	item := m.items[s.Key()]
-	owner := !has(item, attrOwner)
+	owner := free(item)
 	if s.Owner != "" {
 		owner = eqS(item, attrOwner, s.Owner)
 	}
@@ -184,7 +184,7 @@ func (m *Memory) Delete(ctx context.Context, streamARN, shardID string) error {
 	}
 	defer m.mu.Unlock()
 	key := ShardKey(streamARN, shardID)
-	if !has(m.items[key], attrOwner) {
+	if free(m.items[key]) {
 		delete(m.items, key)
 	}
 	return nil

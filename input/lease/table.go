@@ -484,15 +484,24 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// freeCondition holds for an item whose lease is free (#o: leaseOwner,
+// :none: ""): no owner, or an empty one. An empty owner names no instance,
+// so no one renews it and no one may hold it by it: it is free, as the scan
+// reads it (Shard.Owner ""), rather than a lease no one can ever take.
+// (DynamoDB keeps an empty string; a hand edit or another tool leaves one.)
+const freeCondition = "attribute_not_exists(#o) OR #o = :none"
+
 // Take makes me (the process of nonce) the owner of a shard's lease as
 // scanned: free or held by s.Owner, at s.Counter. It returns the item as
 // taken, or ErrLost when it changed since.
 func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, error) {
-	cond := "attribute_not_exists(#o) AND #c = :c"
+	cond := "(" + freeCondition + ") AND #c = :c"
 	values := map[string]types.AttributeValue{":me": str(me), ":c": num(s.Counter), ":next": num(s.Counter + 1)}
 	if s.Owner != "" {
 		cond = "#o = :from AND #c = :c"
 		values[":from"] = str(s.Owner)
+	} else {
+		values[":none"] = str("")
 	}
 	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on"
 	if nonce != "" {
@@ -574,8 +583,9 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 		TableName:                aws.String(t.name),
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 		Key:                      map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
-		ConditionExpression:      aws.String("attribute_not_exists(#o)"),
-		ExpressionAttributeNames: map[string]string{"#o": attrOwner},
+		ConditionExpression:       aws.String(freeCondition),
+		ExpressionAttributeNames:  map[string]string{"#o": attrOwner},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":none": str("")},
 	})
 	if err != nil && !conditionFailed(err) {
 		return t.fail("deleting the item of shard "+shardID, err)

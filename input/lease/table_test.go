@@ -598,3 +598,53 @@ func TestReplaceMalformedItem(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyOwnerIsFree: a shard item whose leaseOwner is "" (a hand edit,
+// another tool) is a free lease: the scan shows it without an owner, a take
+// succeeds and a delete of the shard's item goes through. Before, the take
+// was conditional on the attribute's absence, so the lease was never taken
+// and its shard never read, with a line at DEBUG only.
+func TestEmptyOwnerIsFree(t *testing.T) {
+	t.Parallel()
+	const id = "shardId-000000000000"
+	d := emulator.Dynalite(t)
+	tb := open(t, d, "emptyowner")
+	m := NewMemory()
+	for _, st := range []Store{tb, m} {
+		t.Run(st.Name(), func(t *testing.T) {
+			ctx := t.Context()
+			for _, shardID := range []string{id, "shardId-000000000001"} {
+				item := encodeShard(Shard{Stream: arn, ShardID: shardID, Counter: 7, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+				item[attrOwner] = str("")
+				if st == Store(m) {
+					m.SetItem(item)
+				} else if _, err := d.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("emptyowner"), Item: item}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sc, err := st.ScanConsistent(ctx, arn)
+			if err != nil || len(sc.Broken) != 0 || len(sc.Shards) != 2 {
+				t.Fatalf("scan: shards %+v, broken %+v, %v", sc.Shards, sc.Broken, err)
+			}
+			for _, s := range sc.Shards {
+				if s.Owner != "" {
+					t.Fatalf("shard %s scanned with owner %q, want none", s.ShardID, s.Owner)
+				}
+				if s.ShardID != id {
+					if err := st.Delete(ctx, arn, s.ShardID); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				got, err := st.Take(ctx, s, "w1", "n1")
+				if err != nil || got.Owner != "w1" || got.Counter != 8 {
+					t.Fatalf("take of a lease with an empty owner: %+v, %v; want w1 at counter 8", got, err)
+				}
+			}
+			sc, err = st.ScanConsistent(ctx, arn)
+			if err != nil || len(sc.Shards) != 1 || sc.Shards[0].ShardID != id || sc.Shards[0].Owner != "w1" {
+				t.Fatalf("after: shards %+v, %v; want only %s, held by w1 (the other deleted)", sc.Shards, err, id)
+			}
+		})
+	}
+}
