@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
@@ -204,6 +205,11 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	}
 	switch c.Reader {
 	case readerPolling:
+		// Not used, but a value no reader takes is a mistake all the
+		// same, as lint says.
+		if err := checkUnusedEFO(pc.Namespace(fEFO)); err != nil {
+			return c, err
+		}
 	case readerEFO:
 		if c.EFO, err = parseEFO(pc.Namespace(fEFO), c.Streams); err != nil {
 			return c, err
@@ -322,6 +328,19 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.Batching, err = pc.FieldBatchPolicy(fBatching); err != nil {
 		return c, err
 	}
+	// Checked here, not first when the batcher is made as the input
+	// connects: a period that is not a duration would log one error
+	// naming no field and read nothing.
+	if p := c.Batching.Period; p != "" {
+		if d, err := time.ParseDuration(p); err != nil || d < 0 {
+			return c, fieldError(fBatching+".period", p, "expected a duration, e.g. 1s")
+		}
+	}
+	if ch := c.Batching.Check; ch != "" {
+		if _, err := bloblang.Parse(ch); err != nil {
+			return c, fieldError(fBatching+".check", ch, "not a Bloblang query: %v", err)
+		}
+	}
 	return c, nil
 }
 
@@ -405,6 +424,30 @@ func parseEFO(pc *service.ParsedConfig, streams []streamRef) (efoConfig, error) 
 	return c, nil
 }
 
+// checkUnusedEFO checks the efo fields of a polling reader: each a value
+// the efo reader would take, though none is used.
+func checkUnusedEFO(pc *service.ParsedConfig) error {
+	const ns = fEFO + "."
+	name, err := pc.FieldString(fEFOConsumerName)
+	if err != nil {
+		return err
+	}
+	if name != "" {
+		if err := efo.CheckConsumerName(name); err != nil {
+			return fmt.Errorf("field %s%s: %w", ns, fEFOConsumerName, err)
+		}
+	}
+	reg, err := pc.FieldString(fEFORegistration)
+	if err != nil {
+		return err
+	}
+	switch reg {
+	case registrationLazy, registrationEager, registrationNone:
+		return nil
+	}
+	return fieldError(ns+fEFORegistration, reg, "unknown registration; expected lazy, eager or none")
+}
+
 // parseConsumerARNs checks that every stream has a consumer ARN of that very
 // stream, and that no ARN is for a stream not read.
 func parseConsumerARNs(arns map[string]string, streams []streamRef) (map[string]efo.ConsumerARN, error) {
@@ -467,6 +510,9 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	if l.InstanceID, err = pc.FieldString(fDynamoInstanceID); err != nil {
 		return nil, err
 	}
+	if len(l.InstanceID) > maxInstanceID {
+		return nil, fieldError(at+fDynamoInstanceID, l.InstanceID[:40]+"...", "is %d bytes long; expected at most %d (it is part of a DynamoDB key, which holds at most 2048 bytes with the stream's ARN)", len(l.InstanceID), maxInstanceID)
+	}
 	if l.InstanceID == "" {
 		l.InstanceID = newInstanceID()
 	}
@@ -506,6 +552,11 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	l.CredsFromChain = !fromInput
 	return &l, nil
 }
+
+// maxInstanceID bounds instance_id in bytes: the key of an instance's item
+// is the stream's ARN (at most about 200 bytes), ":worker:" and the id, and
+// DynamoDB refuses a key over 2048 bytes.
+const maxInstanceID = 1024
 
 // dynamoTableRE is what DynamoDB accepts as a table name.
 var dynamoTableRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)

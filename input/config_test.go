@@ -3,6 +3,7 @@ package input
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +15,13 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
-func TestConfigErrorsNameFieldAndValue(t *testing.T) {
-	t.Parallel()
+// refusedConfigs are configs run refuses, each with what its error says.
+// Lint refuses each of them too (TestLintRefusesWhatRunRefuses).
+var refusedConfigs = func() []refusedConfig {
 	const base = "streams: [a]\nefo: {consumer_name: app}\n"
 	const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/a/consumer/app:1700000000"
-	cases := []struct {
-		name, yaml string
-		want       []string
-	}{
+	const polling = "streams: [single]\nreader: polling\n"
+	return []refusedConfig{
 		{"unknown reader", base + "reader: kafka", []string{"field reader", `"kafka"`, "expected efo or polling"}},
 		{"at_timestamp without timestamp", base + "start_from: at_timestamp", []string{"field start_timestamp", "at_timestamp needs an RFC 3339"}},
 		{"malformed timestamp", base + "start_from: at_timestamp\nstart_timestamp: 2024-13-01", []string{"field start_timestamp", `"2024-13-01"`, "neither an RFC 3339 time nor a duration back from now"}},
@@ -73,8 +73,40 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"aws_kinesis fields", base + "checkpoint_limit: 10\nstart_from_oldest: true", []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field start_from_oldest", "start_from: trim_horizon"}},
 		{"KCL names", base + "application_name: app", []string{"field application_name", "efo.consumer_name"}},
 		{"deregister with eager", "streams: [a]\nefo: {consumer_name: app, registration: eager, deregister_on_close: true}", []string{"field efo.deregister_on_close", "only with registration lazy"}},
+		// Before, lint passed these and run refused them (bad input, round
+		// two: F6, F3, F5, F8, F9).
+		{"stream by name and ARN", "streams: [single, 'arn:aws:kinesis:us-east-1:000000000000:stream/single']\nreader: polling", []string{"field streams", "listed twice"}},
+		{"ARN of another region", "streams: ['arn:aws:kinesis:eu-west-1:000000000000:stream/single']\nregion: us-east-1\nreader: polling", []string{"field streams", "region eu-west-1 but region is us-east-1"}},
+		{"id without secret", polling + "credentials: {id: x}", []string{"field credentials", "id and secret go together"}},
+		{"role not an ARN", polling + "credentials: {role: garbage}", []string{"field credentials.role", `"garbage"`}},
+		{"lease table role not an ARN", polling + "checkpoint: {dynamodb: {table: leases, credentials: {role: garbage}}}", []string{"field checkpoint.dynamodb.credentials.role", `"garbage"`}},
+		{"consumer name of 200 characters", "streams: [a]\nefo: {consumer_name: " + strings.Repeat("c", 200) + "}", []string{"field efo.consumer_name", "expected a consumer name of 1 to 128"}},
+		{"consumer ARN garbage", "streams: [a]\nefo: {registration: none, consumer_arns: {a: garbage}}", []string{"field efo.consumer_arns.a", "not a stream consumer ARN"}},
+		{"consumer ARNs with lazy", "streams: [a]\nefo: {consumer_name: app, consumer_arns: {a: '" + arn + "'}}", []string{"field efo.consumer_arns"}},
+		{"polling interval not a duration", polling + "polling: {interval: soon}", []string{"polling.interval", `"soon"`}},
+		{"polling interval without unit", polling + "polling: {interval: '300'}", []string{"polling.interval", `"300"`}},
+		{"commit period not a duration", polling + "checkpoint: {commit_period: often}", []string{"checkpoint.commit_period", `"often"`}},
+		{"lease period without unit", polling + "checkpoint: {dynamodb: {table: leases, lease_period: '1'}}", []string{"checkpoint.dynamodb.lease_period", `"1"`}},
+		{"balance in capitals", polling + "checkpoint: {dynamodb: {table: leases, balance: COUNT}}", []string{"field checkpoint.dynamodb.balance", `"COUNT"`, "throughput or count"}},
+		{"memory limit beyond int64", polling + "memory_limit: '99999999999999999999999'", []string{"field memory_limit", `"99999999999999999999999"`}},
+		{"start time after 2262", polling + "start_from: at_timestamp\nstart_timestamp: '2999-01-01T00:00:00Z'", []string{"field start_timestamp", `"2999-01-01T00:00:00Z"`, "expected a time between 2013-01-01T00:00:00Z", "and a few minutes from now"}},
+		{"start time a year ahead", polling + "start_from: at_timestamp\nstart_timestamp: '" + time.Now().AddDate(1, 0, 0).UTC().Format(time.RFC3339) + "'", []string{"field start_timestamp", "a few minutes from now"}},
+		{"start time of 1900", polling + "start_from: at_timestamp\nstart_timestamp: '1900-01-01T00:00:00Z'", []string{"field start_timestamp", "expected a time between 2013-01-01T00:00:00Z"}},
+		{"start time 200,000 hours back", polling + "start_from: at_timestamp\nstart_timestamp: '-200000h'", []string{"field start_timestamp", `"-200000h"`, "means 2004-", "expected a time between 2013-01-01T00:00:00Z"}},
+		{"batching period not a duration", polling + "batching: {period: soon}", []string{"field batching.period", `"soon"`, "expected a duration"}},
+		{"batching check not Bloblang", polling + "batching: {period: 1s, check: 'this =='}", []string{"field batching.check", "not a Bloblang query"}},
+		{"instance id of 3000 bytes", polling + "checkpoint: {dynamodb: {table: leases, instance_id: " + strings.Repeat("i", 3000) + "}}", []string{"field checkpoint.dynamodb.instance_id", "is 3000 bytes long; expected at most 1024"}},
 	}
-	for _, c := range cases {
+}()
+
+type refusedConfig struct {
+	name, yaml string
+	want       []string
+}
+
+func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	t.Parallel()
+	for _, c := range refusedConfigs {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := newTestInput(t, c.yaml)
 			if err == nil {
@@ -174,6 +206,52 @@ func TestLintRules(t *testing.T) {
 		}
 	}
 }
+
+// TestLintRefusesWhatRunRefuses: lint runs run's own parse of the input's
+// config (configErrors): every config run refuses, lint refuses, each
+// line naming a field (the first lint line may be another mistake of the
+// config than run's first: a whole-config rule reports first). Before, 27 configs passed lint and were refused by run at
+// once. (Values of the wrong YAML type, such as strict_order: sure, are
+// the exception: Benthos's linter skips a component's lint rules when it
+// cannot convert a value, and run names the field.)
+func TestLintRefusesWhatRunRefuses(t *testing.T) {
+	t.Parallel()
+	env := service.NewEnvironment()
+	for _, c := range refusedConfigs {
+		t.Run(c.name, func(t *testing.T) {
+			_, runErr := newTestInput(t, c.yaml)
+			if runErr == nil {
+				t.Fatalf("run took %q", c.yaml)
+			}
+			err := env.NewStreamBuilder().SetYAML("input:\n  aws_kinesis_streams:\n" + indent(c.yaml) + "\noutput:\n  drop: {}\n")
+			if err == nil {
+				t.Fatalf("lint passed %q, which run refuses: %v", c.yaml, runErr)
+			}
+			if !strings.Contains(err.Error(), c.want[0]) && !strings.Contains(runErr.Error(), "failed to parse") {
+				t.Logf("lint says %q, run %q", err, runErr)
+			}
+			namesField(t, err)
+		})
+	}
+}
+
+// namesField fails unless a lint error names a field in its first line
+// and every line of its own (Benthos's lints of its own fields, such as
+// batching.check's Bloblang, give a line and column only).
+func namesField(t *testing.T, err error) {
+	t.Helper()
+	lines := strings.Split(strings.TrimPrefix(err.Error(), "lint errors: "), "\n")
+	if !fieldNamed.MatchString(lines[0]) {
+		t.Errorf("lint line %q names no field", lines[0])
+	}
+	for _, line := range lines[1:] {
+		if !fieldNamed.MatchString(line) && !strings.Contains(err.Error(), "field batching.") {
+			t.Errorf("lint line %q names no field", line)
+		}
+	}
+}
+
+var fieldNamed = regexp.MustCompile(`field [a-z_]+(\.[a-z_0-9]+)*|'[a-z_]+(\.[a-z_]+)*'`)
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")

@@ -101,6 +101,7 @@ const defaultCheckpointDir = "./kinesis_checkpoints"
 // Spec returns the configuration spec of the input. The documentation of the
 // input is generated from it.
 func Spec() *service.ConfigSpec {
+	registerCheckMethod()
 	movedLets, movedArm := movedLint()
 	return service.NewConfigSpec().
 		Beta().
@@ -309,6 +310,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					service.NewStringEnumField(fDynamoBalance, balanceThroughput, balanceCount).
 						Description("How instances share a stream's shards. `throughput`: by the bytes a second written to each shard, measured by its holder from the records' arrival times, so that a reader's pauses and catch-ups do not show (smoothed over three lease periods, and kept when a lease moves) and published with its heartbeat, so that the holder of a hot shard holds fewer others. A lease moves by load only for a lasting gain: the busier side drops by more than a tenth of the mean instance load, the lease has not changed hands for five lease periods, and the shards involved do not all weigh about the same (equal shards whose counts are within one never move). Idle streams and shards not measured yet are shared by count. `count`: every instance holds as many shards as every other, give or take one.").
 						Default(balanceThroughput).
+						LintRule(enumLint(fCheckpoint+"."+fDynamo+"."+fDynamoBalance, balanceThroughput, balanceCount)).
 						Advanced(),
 				).
 					Description("Share the shards of each stream between many instances through a DynamoDB lease table. Leases and checkpoints then live in the table instead of `dir`.").
@@ -347,6 +349,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dir.or("") != "" => [ "field checkpoint.dir: is set together with checkpoint.dynamodb; with a lease table the checkpoints live in the table, so remove dir" ],
   this.checkpoint.dynamodb.type() == "object" && this.checkpoint.dynamodb.table.or("") == "" => [ "field checkpoint.dynamodb.table: a lease table needs a table name, e.g. orders-leases" ],
   this.start_from.or("latest") != "at_timestamp" && this.start_timestamp.or("") != "" => [ "field start_timestamp: is set but start_from is %v; set start_from: at_timestamp to use it".format(this.start_from.or("latest")) ],
+  _ => this.`+checkMethod+`(),
 }`).
 		Example("Read by Enhanced Fan-Out",
 			"Registers the consumer at start if it is absent (lazy registration) and reads every shard through it.",
