@@ -59,6 +59,9 @@ func (f fileConfig) check(conf config) error {
 	if err := checkpoint.CheckLocks(f.Dir, streams); err != nil {
 		return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
 	}
+	if err := checkpoint.CheckFiles(f.Dir, streams); err != nil {
+		return fmt.Errorf("field %s.%s: %w", fCheckpoint, fCheckpointDir, err)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +121,7 @@ func TestUnusableStoreStopsTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	var odd []string
 	file := filepath.Join(dir, "not-a-dir")
 	os.WriteFile(file, []byte("x"), 0o644)
 
@@ -139,6 +142,30 @@ func TestUnusableStoreStopsTheBinary(t *testing.T) {
 		io.WriteString(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","message":"User: arn:aws:iam::123456789012:user/app is not authorized to perform: dynamodb:DescribeTable"}`)
 	}))
 	t.Cleanup(denied.Close)
+	// In the place of the stream's checkpoint file: before, /dev/zero grew
+	// the binary by 1.5 GiB in 20 s, a FIFO blocked it silently, a 200 MB
+	// file was read whole, and a dangling symlink counted as no checkpoint
+	// (every record read again).
+	oddFile := func(place func(path string) error) string {
+		d := filepath.Join(dir, fmt.Sprintf("odd%d", len(odd)))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := place(filepath.Join(d, "us-east-1.123456789012.orders.json")); err != nil {
+			t.Fatal(err)
+		}
+		odd = append(odd, d)
+		return d
+	}
+	zero := oddFile(func(p string) error { return os.Symlink("/dev/zero", p) })
+	fifo := oddFile(func(p string) error { return syscall.Mkfifo(p, 0o644) })
+	dangling := oddFile(func(p string) error { return os.Symlink(p+".gone", p) })
+	huge := oddFile(func(p string) error {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return err
+		}
+		return os.Truncate(p, 200<<20) // sparse: 200 MB to read, none on disk
+	})
 
 	for _, c := range []struct {
 		name, checkpoint string
@@ -148,6 +175,10 @@ func TestUnusableStoreStopsTheBinary(t *testing.T) {
 		{"a stream held by another process", "{ dir: " + held + " }", []string{"field checkpoint.dir", "stream orders is read from checkpoint directory", "by another process"}},
 		{"a missing lease table", "{ dynamodb: { table: absent, create: false, endpoint: '" + d.Endpoint + "' } }", []string{"field checkpoint.dynamodb.table", `"absent" does not exist`}},
 		{"a lease table access is denied to", "{ dynamodb: { table: leases, endpoint: '" + denied.URL + "' } }", []string{"field checkpoint.dynamodb.table", "access denied; the input needs dynamodb:DescribeTable"}},
+		{"a checkpoint file linked to /dev/zero", "{ dir: " + zero + " }", []string{"field checkpoint.dir", `us-east-1.123456789012.orders.json" is a symlink to "/dev/zero", a device, not a regular file`}},
+		{"a FIFO as checkpoint file", "{ dir: " + fifo + " }", []string{"field checkpoint.dir", `orders.json" is a FIFO, not a regular file`}},
+		{"a dangling symlink as checkpoint file", "{ dir: " + dangling + " }", []string{"field checkpoint.dir", `orders.json.gone", which cannot be followed`}},
+		{"a 200 MB checkpoint file", "{ dir: " + huge + " }", []string{"field checkpoint.dir", "holds 209715200 bytes, more than a checkpoint file ever does"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,6 +196,7 @@ output:
   drop: {}
 `), 0o644)
 			cmd := exec.Command(bin, "run", config)
+			started := time.Now()
 			done := make(chan struct{})
 			var out []byte
 			var err error
@@ -182,6 +214,12 @@ output:
 			for _, w := range c.want {
 				if !strings.Contains(string(out), w) {
 					t.Fatalf("the binary's output does not say %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(c.name, "checkpoint file") {
+				rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB to MiB
+				if took := time.Since(started); took > 5*time.Second || rss > 100 {
+					t.Fatalf("the binary exited after %v at a peak RSS of %d MiB, want within 5 s and 100 MiB", took.Round(time.Millisecond), rss)
 				}
 			}
 		})

@@ -108,6 +108,32 @@ func CheckLocks(dir string, streams []string) error {
 	return nil
 }
 
+// CheckFiles reports a checkpoint file in dir of a stream of streams (names
+// or ARNs) that cannot be read as one: not a regular file, a dangling
+// symlink, a file over MaxFileSize (see readBounded). It reads none of
+// them, so that a pipeline stops at start with the reason rather than
+// retrying its connection for ever.
+func CheckFiles(dir string, streams []string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // missing, or unreadable: CheckDir and OpenFile say so
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		for _, s := range streams {
+			if lockOf(name, s) {
+				if _, err := resolve(filepath.Join(dir, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // lockOf reports whether the lock file base (a fileName without .json) is
 // of stream s, given by ARN or by name (in any region and account).
 func lockOf(base, s string) bool {
