@@ -4,10 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	ucli "github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
 )
 
 // Instances of one lease group share a stream's shards, so they must run
@@ -16,6 +21,14 @@ import (
 // the stream, and nothing in the data says so. Each instance publishes a
 // digest of each part of its config with its heartbeat, and each compares
 // the others' with its own (leasecoord).
+//
+// The digest is of the config files as written, before environment
+// variables are filled in: the instances of one Deployment run one file
+// with ${HOSTNAME} or ${POD_NAME} in an output path, a client id or a
+// prefix, and are one pipeline. (Digested after the variables were
+// filled in, every healthy fleet of that kind reported a mismatch.) What
+// the files say differently (an output, a processor, an input) still
+// differs, and so does a variable's name.
 
 // digestParts are the parts of a config compared: what decides what is
 // done with the records. The http server, logger, metrics and tracer may
@@ -41,14 +54,100 @@ var pipelineDigest atomic.Pointer[map[string]string]
 // lease table, and report any instance of its group whose digest differs.
 // The benthos-kinesis binary uses it.
 func CLIOptComparePipelines() service.CLIOptFunc {
-	return service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
-		pipelineDigest.Store(nil)
-		d, ok := safeDigest(pc)
-		if ok {
-			pipelineDigest.Store(&d)
-		}
+	var files configFiles
+	atRun := service.CLIOptCustomRunFlags(nil, func(c *ucli.Context) error {
+		files = runFiles(c)
 		return nil
 	})
+	onParse := service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
+		pipelineDigest.Store(nil)
+		d, err := digestFiles(files)
+		if err != nil || d == nil {
+			// Not from files this process can name (streams mode, a
+			// default path), or not readable again: the parsed config's.
+			var ok bool
+			if d, ok = safeDigest(pc); !ok {
+				return nil
+			}
+		}
+		pipelineDigest.Store(&d)
+		return nil
+	})
+	return func(b *service.CLIOptBuilder) {
+		atRun(b)
+		onParse(b)
+	}
+}
+
+// configFiles are the files a run reads its config from: the main config
+// and the resources files (globs), as given on the command line.
+type configFiles struct {
+	main      string
+	resources []string
+}
+
+// runFiles names the files of a run as Benthos's CLI finds them: -c (or
+// run's argument) and -r. None in streams mode, or where the main config
+// is found in a default path.
+func runFiles(c *ucli.Context) configFiles {
+	f := configFiles{main: c.String("config"), resources: c.StringSlice("resources")}
+	if f.main == "" && c.Command != nil && c.Command.Name == "run" && c.Args().Len() > 0 {
+		f.main = c.Args().First()
+	}
+	if c.Command != nil && c.Command.Name == "streams" {
+		return configFiles{}
+	}
+	return f
+}
+
+// digestFiles is digestConfig of the files as written: their YAML, with
+// ${VARIABLE} references as they stand. Nil without a main file.
+func digestFiles(f configFiles) (map[string]string, error) {
+	if f.main == "" {
+		return nil, nil
+	}
+	doc, err := readYAML(f.main)
+	if err != nil {
+		return nil, err
+	}
+	for _, glob := range f.resources {
+		paths, err := filepath.Glob(glob)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			res, err := readYAML(p)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range res {
+				if l, ok := v.([]any); ok && strings.HasSuffix(k, "_resources") {
+					prev, _ := doc[k].([]any)
+					doc[k] = append(prev, l...)
+				}
+			}
+		}
+	}
+	out := map[string]string{digestVersion: buildID()}
+	for _, part := range digestParts {
+		if v, ok := doc[part]; ok {
+			out[part] = digestValue(v)
+		}
+	}
+	return out, nil
+}
+
+// readYAML reads a config file as plain values, nothing filled in.
+func readYAML(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	doc := map[string]any{}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
 }
 
 // safeDigest is digestConfig of a config that may not be there: some
@@ -91,6 +190,11 @@ func digestPart(pc *service.ParsedConfig, part string) string {
 	if err != nil {
 		return "unreadable"
 	}
+	return digestValue(v)
+}
+
+// digestValue is the digest of a part's value.
+func digestValue(v any) string {
 	b, err := json.Marshal(withoutInstanceIDs(v))
 	if err != nil {
 		return "unreadable"

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,74 @@ logger: { level: info }
 	// start).
 	for id, others := range map[string]string{"archive-0": "index-0", "archive-1": "index-0", "index-0": "archive-0, archive-1"} {
 		waitForLogLine(t, logs[id], time.Now(), "instances "+others+" of lease table leases group search run a pipeline config other than this instance's ("+id+"): their output differs.")
+	}
+}
+
+// TestGroupOfOneConfigFileWithVariablesIsOnePipeline: two instances run
+// one config file whose output path, instance_id and http address are
+// ${INST} and ${ADDR}, set to different values for each (as a Deployment
+// puts ${HOSTNAME} or ${POD_NAME} in a path): one pipeline, so neither
+// reports a mismatch once both share the shards. Before, each warned that
+// the other's output differed and the gauge was 1 on both.
+func TestGroupOfOneConfigFileWithVariablesIsOnePipeline(t *testing.T) {
+	t.Parallel()
+	bin, dir, srv, ca := binaryAndFake(t, kinesisfake.Stream("orders", 4))
+	ddb := emulator.Dynalite(t)
+	config := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`
+http: { address: "${ADDR}" }
+%s    reader: polling
+    start_from: trim_horizon
+    checkpoint:
+      dynamodb: { table: leases, create: true, endpoint: %s, lease_period: 2s, instance_id: "${INST}", group: search }
+output:
+  file: { path: "%s/out-${INST}.jsonl", codec: lines }
+logger: { level: info }
+`, fakeInputHead(srv, ca), ddb.Endpoint, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addrs, logs := map[string]string{}, map[string]string{}
+	for _, id := range []string{"a", "b"} {
+		addrs[id], logs[id] = freeAddr(t), filepath.Join(dir, id+".log")
+		logFile, err := os.Create(logs[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", config)
+		cmd.Env = append(os.Environ(), "INST="+id, "ADDR="+addrs[id])
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			logFile.Close()
+		})
+	}
+	// Two shards each: each saw the other's worker item, digests and all.
+	pages := map[string]metricsPage{}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range []string{"a", "b"} {
+		for {
+			if resp, err := http.Get("http://" + addrs[id] + "/metrics"); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if pages[id] = parseMetrics(string(body)); pages[id].total("kinesis_owned_shards") == 2 && pages[id].has("kinesis_group_config_mismatch") {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				log, _ := os.ReadFile(logs[id])
+				t.Fatalf("instance %s does not hold two shards within 30 s: %s\nlog:\n%s", id, pages[id].kinesis(), log)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		log, _ := os.ReadFile(logs[id])
+		if n := pages[id].total("kinesis_group_config_mismatch"); n != 0 || strings.Contains(string(log), "run a pipeline config other than") {
+			t.Errorf("instance %s reports a mismatch (gauge %v) with the other instance of its config file:\n%s", id, n, log)
+		}
 	}
 }
