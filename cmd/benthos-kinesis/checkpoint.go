@@ -24,7 +24,7 @@ import (
 // shard of a stream stands, moves positions, and imports them from other
 // consumers' tables, in the local store or in a lease table.
 func checkpointCommand() *cli.Command {
-	force := &cli.BoolFlag{Name: "force", Usage: "with --table: write even though leases name an owner or instances announced themselves (for instances that were killed; a running holder loses its lease at its next write)"}
+	force := &cli.BoolFlag{Name: "force", Usage: "with --table: write even though leases name an owner or instances announced themselves (for instances that were killed; a running holder loses its lease at its next write); with --after-sequence: set a sequence number that no record of the shard has"}
 	return &cli.Command{
 		Name:  "checkpoint",
 		Usage: "Inspect, move and import the checkpoints of a stream",

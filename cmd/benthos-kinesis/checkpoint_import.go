@@ -118,7 +118,7 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	}
 	for _, id := range slices.Sorted(maps.Keys(changes)) {
 		if p := changes[id].Position; p != nil {
-			if err := checkPosition(ctx, t.client, t.streamARN, byID[id], p.Sequence, fmt.Sprintf("--from-table %s, shard %s", table, id)); err != nil {
+			if err := checkPosition(ctx, t.client, t.streamARN, byID[id], p.Sequence, fmt.Sprintf("--from-table %s, shard %s", table, id), false); err != nil {
 				return err
 			}
 		}

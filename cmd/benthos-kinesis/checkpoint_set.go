@@ -71,7 +71,7 @@ func setCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) error {
 		}
 		cp := checkpoint.Checkpoint{Start: start, ShardStart: s.start}
 		if after != "" {
-			if err := checkPosition(ctx, t.client, t.streamARN, s, after, "--after-sequence"); err != nil {
+			if err := checkPosition(ctx, t.client, t.streamARN, s, after, "--after-sequence", !c.Bool("force")); err != nil {
 				return err
 			}
 			cp.Position = &checkpoint.Position{Sequence: after}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,8 +104,14 @@ func TestCheckpointSet(t *testing.T) {
 		// it, and so skipped every record of the shard for good.
 		{[]string{"--shard", shards[0], "--after-sequence", strings.Repeat("9", 56)}, "sequence number " + strings.Repeat("9", 56) + " is not a position in shard " + shards[0]},
 		{[]string{"--shard", shards[0], "--after-sequence", seqOf(got, "b1-3")}, "is not a position in shard " + shards[0] + " of stream " + srv.StreamARN("orders") + ", which holds 49"},
+		// Before, these two were accepted too: the emulators take any
+		// number in the shard's range, and the records written next were
+		// never read.
+		{[]string{"--shard", shards[0], "--after-sequence", seqPlus(seqOf(got, "b0-9"), 80)}, "no record of shard " + shards[0] + " of stream " + srv.StreamARN("orders") + " has sequence number " + seqPlus(seqOf(got, "b0-9"), 80) + " (no record of the shard is at or after it"},
+		{[]string{"--shard", shards[0], "--after-sequence", seqPlus(seqOf(got, "b0-4"), 1)}, "has sequence number " + seqPlus(seqOf(got, "b0-4"), 1) + " (the next record of the shard is " + seqOf(got, "b0-5") + ")"},
 		{[]string{"--to-timestamp", "yesterday"}, "neither an RFC 3339 time nor a duration"},
-		{[]string{"--to-latest", "--force"}, "--force applies to --table only"},
+		{[]string{"--to-timestamp", "2999-01-01T00:00:00Z"}, "expected a time between 2013-01-01T00:00:00Z (no Kinesis record is older) and a few minutes from now"},
+		{[]string{"--to-latest", "--force"}, "--force applies to --table (or to --after-sequence) only"},
 	} {
 		if out, err := set(c.args...); err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("set %v: %v, want an error saying %q:\n%s", c.args, err, c.want, out)
@@ -120,6 +127,19 @@ func TestCheckpointSet(t *testing.T) {
 	if out, err := set("--shard", shards[1], "--after-sequence", seqOf(got, "b1-1")); err != nil || !strings.Contains(out, "Moved 1 shards") {
 		t.Errorf("set --after-sequence of a trimmed record: %v\n%s", err, out)
 	}
+	// --force sets a number no record has, for whoever knows better.
+	if out, err := set("--shard", shards[0], "--after-sequence", seqPlus(seqOf(got, "b0-4"), 1), "--force"); err != nil || !strings.Contains(out, "Moved 1 shards") {
+		t.Errorf("set --after-sequence --force of a number between two records: %v\n%s", err, out)
+	}
+}
+
+// seqPlus returns sequence number seq plus n.
+func seqPlus(seq string, n int64) string {
+	v, ok := new(big.Int).SetString(seq, 10)
+	if !ok {
+		return seq
+	}
+	return v.Add(v, big.NewInt(n)).String()
 }
 
 // seqOf returns the sequence number of the record with data.

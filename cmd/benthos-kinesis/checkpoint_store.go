@@ -205,8 +205,8 @@ func openWritable(ctx context.Context, c *cli.Context, t streamTarget, createTab
 		}
 		return w, nil
 	}
-	if c.Bool("force") {
-		return nil, errors.New("--force applies to --table only: a pipeline using the local store holds its lock and keeps its positions in memory, so stop it first")
+	if c.Bool("force") && !c.IsSet("after-sequence") {
+		return nil, errors.New("--force applies to --table (or to --after-sequence) only: a pipeline using the local store holds its lock and keeps its positions in memory, so stop it first")
 	}
 	f, err := checkpoint.OpenFile(c.String("dir"))
 	if err != nil {
@@ -432,7 +432,7 @@ func (w *writable) brokenAt(key string) bool {
 // only older than the retention period is a position still: its records are
 // gone, and the input reads from the oldest one left. what names the value
 // in the error (a flag, or an item of an imported table).
-func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string, s streamShard, seq, what string) error {
+func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string, s streamShard, seq, what string, readBack bool) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("%s: sequence number %s is not a position in shard %s of stream %s, which holds %s to %s%s: give the sequence number of a record of that shard (its kinesis_sequence_number)",
 			what, seq, s.id, streamARN, s.start, endOf(s), why)
@@ -448,6 +448,9 @@ func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string
 		ShardIteratorType: ktypes.ShardIteratorTypeAfterSequenceNumber, StartingSequenceNumber: aws.String(seq),
 	})
 	if err == nil {
+		if readBack {
+			return checkRecordAt(ctx, client, streamARN, s, seq, what)
+		}
 		return nil
 	}
 	code := awserr.Code(err)
@@ -475,12 +478,47 @@ func checkPosition(ctx context.Context, client *kinesis.Client, streamARN string
 	return refuse(" (the service refuses it, though the shard's oldest record " + oldest + " is not after it: " + reason + ")")
 }
 
-// oldestRecord returns the sequence number of a shard's oldest record, or ""
-// when a few reads from TRIM_HORIZON find none.
-func oldestRecord(ctx context.Context, client *kinesis.Client, streamARN, shardID string) (string, error) {
-	it, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
-		StreamARN: aws.String(streamARN), ShardId: aws.String(shardID), ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon,
+// checkRecordAt refuses a sequence number that the service takes as a
+// position in the shard but that names no record of it: a number past the
+// shard's newest record (the records written next may get numbers below
+// it, and a checkpoint there would skip them for ever), or one between two
+// records (a typo). A number older than the oldest record left names a
+// record trimmed since: a position still. The service does not refuse the
+// first kind (AWS checks a number's range only, and the emulators do not
+// even that), so the record is read back.
+func checkRecordAt(ctx context.Context, client *kinesis.Client, streamARN string, s streamShard, seq, what string) error {
+	at, err := firstRecord(ctx, client, streamARN, s.id, &kinesis.GetShardIteratorInput{
+		ShardIteratorType: ktypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: aws.String(seq),
 	})
+	if code := awserr.Code(err); err != nil && code != "InvalidArgumentException" && code != "ValidationException" {
+		return fmt.Errorf("%s: reading the record of sequence number %s back from shard %s of stream %s: %w (--force sets it unread)", what, seq, s.id, streamARN, err)
+	}
+	if err == nil && at == seq {
+		return nil
+	}
+	oldest, err := oldestRecord(ctx, client, streamARN, s.id)
+	if err != nil {
+		return fmt.Errorf("%s: no record of shard %s has sequence number %s, and reading its oldest record failed: %w (--force sets it unread)", what, s.id, seq, err)
+	}
+	if oldest != "" && shard.CompareSequence(oldest, seq) > 0 {
+		return nil // trimmed: reading goes on from the oldest record
+	}
+	next := "no record of the shard is at or after it: the records written next may be numbered below it and would never be read"
+	if after, err := firstRecord(ctx, client, streamARN, s.id, &kinesis.GetShardIteratorInput{
+		ShardIteratorType: ktypes.ShardIteratorTypeAfterSequenceNumber, StartingSequenceNumber: aws.String(seq),
+	}); err == nil && after != "" {
+		next = "the next record of the shard is " + after
+	}
+	return fmt.Errorf("%s: no record of shard %s of stream %s has sequence number %s (%s): give the sequence number of a record of the shard (its kinesis_sequence_number), or --force to set it all the same",
+		what, s.id, streamARN, seq, next)
+}
+
+// firstRecord returns the sequence number of the first record an iterator
+// of the shard (in: its type and where) reads, or "" when a few reads find
+// none.
+func firstRecord(ctx context.Context, client *kinesis.Client, streamARN, shardID string, in *kinesis.GetShardIteratorInput) (string, error) {
+	in.StreamARN, in.ShardId = aws.String(streamARN), aws.String(shardID)
+	it, err := client.GetShardIterator(ctx, in)
 	if err != nil {
 		return "", err
 	}
@@ -502,4 +540,10 @@ func oldestRecord(ctx context.Context, client *kinesis.Client, streamARN, shardI
 		iter = out.NextShardIterator
 	}
 	return "", nil
+}
+
+// oldestRecord returns the sequence number of a shard's oldest record, or ""
+// when a few reads from TRIM_HORIZON find none.
+func oldestRecord(ctx context.Context, client *kinesis.Client, streamARN, shardID string) (string, error) {
+	return firstRecord(ctx, client, streamARN, shardID, &kinesis.GetShardIteratorInput{ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
 }
