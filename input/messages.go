@@ -65,6 +65,8 @@ type converter struct {
 	open openAggregate
 
 	positions []checkpoint.Position // of the messages of the last convertPart
+
+	emptySeen bool // an aggregate of no user records was said at WARN
 }
 
 // openAggregate is an aggregated record checked whole whose user records are
@@ -188,6 +190,16 @@ func (c *converter) start(msgs service.MessageBatch, rec *types.Record, millis a
 			m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
 			c.positions = append(c.positions, checkpoint.Position{Sequence: seq})
 			return append(msgs, m), true
+		}
+		if agg.Len() == 0 {
+			// Sound, and holding nothing to deliver: said, once a shard
+			// at WARN (a producer that sends such records sends many).
+			say := c.log.Debugf
+			if !c.emptySeen {
+				c.emptySeen, say = true, c.log.Warnf
+			}
+			say("stream %s shard %s: record %s is a KPL aggregate of no user records: nothing to deliver (its producer sent an empty aggregate; later ones of this shard are logged at DEBUG)", c.stream, c.shardID, seq)
+			return msgs, true
 		}
 		c.open = openAggregate{rec: rec, agg: agg, seq: seq, seqMeta: seq}
 		if skip {

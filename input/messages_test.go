@@ -1,8 +1,11 @@
 package input
 
 import (
+	"crypto/md5"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +13,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -235,5 +239,35 @@ func TestConverterSplitsAnAggregateIntoPartsOfAtMostTheLimit(t *testing.T) {
 		if c.open.rec != nil {
 			t.Fatal("the aggregate is still open after its last user record")
 		}
+	}
+}
+
+// TestConverterSaysSoOfAnEmptyAggregate: a sound KPL aggregate of no user
+// records delivers nothing, and says so at WARN (the first of a shard),
+// naming the record; the records around it are delivered. Before, it
+// vanished without a word.
+func TestConverterSaysSoOfAnEmptyAggregate(t *testing.T) {
+	logs := &inputtest.Logs{}
+	c := testConverter(t, shardInfo{id: "s"}, nil)
+	c.log = service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))
+	// The KPL's magic, an empty protobuf message and its MD5.
+	sum := md5.Sum(nil)
+	empty := append([]byte{0xF3, 0x89, 0x9A, 0xC2}, sum[:]...)
+	msgs, last, n := convertAll(c, shard.Batch{Records: []types.Record{
+		{SequenceNumber: aws.String("1"), PartitionKey: aws.String("a"), Data: []byte("x")},
+		{SequenceNumber: aws.String("2"), PartitionKey: aws.String("a"), Data: empty},
+		{SequenceNumber: aws.String("3"), PartitionKey: aws.String("a"), Data: []byte("y")},
+		{SequenceNumber: aws.String("4"), PartitionKey: aws.String("a"), Data: empty},
+	}})
+	if n != 2 || last.Sequence != "3" {
+		t.Fatalf("%d messages up to %+v, want the 2 plain records", n, last)
+	}
+	for i, want := range []string{"x", "y"} {
+		if b, _ := msgs[i].AsBytes(); string(b) != want {
+			t.Fatalf("message %d is %q, want %q", i, b, want)
+		}
+	}
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 || !strings.Contains(logs.String(), "record 2 is a KPL aggregate of no user records: nothing to deliver") {
+		t.Fatalf("logs (want one WARN naming record 2):\n%s", logs)
 	}
 }
