@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -84,7 +85,7 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 				}
 				again, _, err := fromKCL(items, t, initial, time.Now())
 				return again, err
-			}, c.Duration("kcl-failover-time"))
+			}, c.Duration("kcl-failover-time"), stderrOf(c))
 		}
 	}
 	if err != nil {
@@ -413,18 +414,26 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 	return out, looked, nil
 }
 
+// maxKCLFailover bounds --kcl-failover-time: KCL applications set
+// failoverTimeMillis to seconds or a minute; more is a typo the import
+// would wait out.
+const maxKCLFailover = 10 * time.Minute
+
 // kclLive marks the KCL leases of got whose holder is alive: its
 // leaseCounter moved within failover (KCL's own rule: a lease whose counter
 // does not move for failoverTimeMillis has expired). It reads the table
 // again after failover when any lease has an owner.
-func kclLive(ctx context.Context, got map[string]imported, rescan func() (map[string]imported, error), failover time.Duration) error {
-	owned := false
+func kclLive(ctx context.Context, got map[string]imported, rescan func() (map[string]imported, error), failover time.Duration, say io.Writer) error {
+	owned := 0
 	for _, im := range got {
-		owned = owned || im.kclOwner != ""
+		if im.kclOwner != "" {
+			owned++
+		}
 	}
-	if !owned {
+	if owned == 0 {
 		return nil
 	}
+	fmt.Fprintf(say, "%d KCL leases name an owner: waiting --kcl-failover-time (%v) to see whether a KCL worker still renews them\n", owned, failover)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()

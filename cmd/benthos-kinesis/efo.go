@@ -145,6 +145,12 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 // the checkpoint commands), a region not of AWS's form. A flag a command
 // does not have reads as empty and is not checked.
 func checkFlags(c *cli.Context) error {
+	if c.IsSet("timeout") && c.Duration("timeout") <= 0 {
+		return fmt.Errorf("--timeout %v: expected a positive duration, how long to wait for the consumer (default 5m)", c.Duration("timeout"))
+	}
+	if d := c.Duration("kcl-failover-time"); c.IsSet("kcl-failover-time") && (d <= 0 || d > maxKCLFailover) {
+		return fmt.Errorf("--kcl-failover-time %v: expected the application's failoverTimeMillis, more than 0 and at most %v (KCL's default is 10s): the import waits that long to see whether a KCL worker still renews its leases", d, maxKCLFailover)
+	}
 	if c.IsSet("consumer-name") {
 		if err := efo.CheckConsumerName(c.String("consumer-name")); err != nil {
 			return fmt.Errorf("--consumer-name %w", err)

@@ -84,6 +84,13 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		{[]string{"efo", "list", "--stream", "orders", "--endpoint", "ftp://user:hunter2@x"}, `--endpoint "ftp://user:xxxxx@x": expected an http or https URL`},
 		{[]string{"efo", "list", "--stream", "orders", "--region", "us east 1", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--region "us east 1": expected an AWS region such as us-east-1`},
 		{[]string{"checkpoint", "show", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--table", "leases", "--dynamodb-endpoint", "ftp://x"}, `--dynamodb-endpoint "ftp://x": expected an http or https URL`},
+		// Before, these were taken: a timeout of 0 or less was ignored, a
+		// negative failover time skipped the check for live KCL workers,
+		// and an hour was waited out without a word.
+		{[]string{"efo", "register", "--consumer-name", "app", "--timeout", "0s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--timeout 0s: expected a positive duration`},
+		{[]string{"efo", "register", "--consumer-name", "app", "--timeout", "-1s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--timeout -1s: expected a positive duration`},
+		{[]string{"checkpoint", "import", "--from", "kcl", "--from-table", "t", "--kcl-failover-time", "-1s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", t.TempDir()}, "--kcl-failover-time -1s: expected the application's failoverTimeMillis, more than 0 and at most 10m0s"},
+		{[]string{"checkpoint", "import", "--from", "kcl", "--from-table", "t", "--kcl-failover-time", "1h", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", t.TempDir()}, "--kcl-failover-time 1h0m0s: expected"},
 	} {
 		cmd := exec.Command(bin, c.args...)
 		cmd.Env = fakeAWSEnv()
