@@ -236,11 +236,14 @@ func (in *kinesisInput) warnOwn() {
 	}
 }
 
-// mibs writes n bytes in MiB, rounded up.
+// mibs writes n bytes in MiB, rounded up; below a MiB in KiB, below a KiB
+// in bytes, so that a small memory_limit does not read as 0MiB or 1MiB.
 func mibs(n int64) string {
-	m := n >> 20
-	if n&(1<<20-1) != 0 {
-		m++
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", max(n, 0))
+	case n < 1<<20:
+		return fmt.Sprintf("%dKiB", (n+1<<10-1)>>10)
 	}
-	return fmt.Sprintf("%dMiB", m)
+	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
 }

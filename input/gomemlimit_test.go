@@ -160,3 +160,14 @@ func TestShardsTakeTheirStateFromTheHeapThenTheRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestSizesInWarningsKeepSmallFigures: the warnings' sizes are MiB rounded
+// up, and below a MiB KiB, below a KiB bytes. Before, a memory_limit of
+// 1KiB read "1MiB" and its records' share "0MiB".
+func TestSizesInWarningsKeepSmallFigures(t *testing.T) {
+	for n, want := range map[int64]string{0: "0B", 1: "1B", 1023: "1023B", 1024: "1KiB", 1025: "2KiB", 512 << 10: "512KiB", 1 << 20: "1MiB", 1<<20 + 1: "2MiB", 64 << 20: "64MiB"} {
+		if got := mibs(n); got != want {
+			t.Errorf("mibs(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
