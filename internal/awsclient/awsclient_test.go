@@ -156,8 +156,17 @@ func TestCheckEndpointAndRegion(t *testing.T) {
 			t.Errorf("CheckRegion(%q) passed", bad)
 		}
 	}
-	if got := RedactURL("http://user:hunter2@127.0.0.1:1"); got != "http://user:xxxxx@127.0.0.1:1" {
-		t.Errorf("RedactURL: %q", got)
+	// Only a password is changed: before, "not a url" read not%20a%20url.
+	for in, want := range map[string]string{
+		"http://user:hunter2@127.0.0.1:1": "http://user:xxxxx@127.0.0.1:1",
+		"not a url":                       "not a url",
+		"http://host/a b":                 "http://host/a b",
+		"http://user@host":                "http://user@host",
+		"ftp://user:hunter2@x y":          "ftp://xxxxx@x y",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -39,8 +39,13 @@ var userinfoRE = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@]*@`)
 // with the AWS credentials).
 func RedactURL(endpoint string) string {
 	u, err := url.Parse(endpoint)
-	if err != nil {
+	if err != nil || u.User == nil {
+		// Without a password to hide, as given: the URL's own form would
+		// escape it (not a url read not%20a%20url).
 		return userinfoRE.ReplaceAllString(endpoint, "${1}xxxxx@")
+	}
+	if _, has := u.User.Password(); !has {
+		return endpoint
 	}
 	return u.Redacted()
 }
