@@ -102,8 +102,11 @@ SIM_FIRST ?= 1
 sim:
 	$(GO) test -count=1 -timeout 12h -run 'TestSimulation$$' -v ./input/leasecoord -sim.count=$(SIM_COUNT) -sim.first=$(SIM_FIRST)
 
+# FUZZTIME per target: make fuzz FUZZTIME=1h for a long run.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime 60s ./internal/kpl
+	$(GO) test -run '^$$' -fuzz FuzzUnpack -fuzztime $(FUZZTIME) ./internal/kpl
+	$(GO) test -run '^$$' -fuzz FuzzLintAgreesWithRun -fuzztime $(FUZZTIME) ./input
 
 clean:
 	rm -rf $(BIN)
