@@ -239,6 +239,9 @@ func (w *writable) stale() bool {
 		if w.stream == nil {
 			return false
 		}
+		if w.stream.Malformed != "" {
+			return true // which stream it described is not known: replaced
+		}
 		created = w.stream.Created
 	}
 	return !created.IsZero() && !w.t.created.IsZero() && !created.Equal(w.t.created)

@@ -95,6 +95,11 @@ type Stream struct {
 	Start checkpoint.Start
 	// Pinned is set once the first shards' items hold Start.
 	Pinned bool
+	// Malformed says why the item in the table could not be read (a hand
+	// edit: a streamCreated or startTimestamp that is no time), the other
+	// fields then zero: its reader replaces it, as that of a stream
+	// created again.
+	Malformed string
 }
 
 // Worker is the presence of one instance on a stream: its counter moves
@@ -383,14 +388,14 @@ func decodeStream(item map[string]types.AttributeValue) (Stream, error) {
 	key := getS(item, attrKey)
 	created, err := getTime(item, attrCreated)
 	if err != nil {
-		return Stream{}, fmt.Errorf("item %s: %w", key, err)
+		return Stream{ARN: s.ARN, Malformed: fmt.Sprintf("item %s: %v", key, err)}, nil
 	}
 	if created != nil {
 		s.Created = *created
 	}
 	s.Start.Kind = getS(item, attrStartKind)
 	if s.Start.Timestamp, err = getTime(item, attrStartTime); err != nil {
-		return Stream{}, fmt.Errorf("item %s: %w", key, err)
+		return Stream{ARN: s.ARN, Malformed: fmt.Sprintf("item %s: %v", key, err)}, nil
 	}
 	return s, nil
 }

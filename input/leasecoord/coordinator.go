@@ -191,7 +191,22 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 		c.pinWait = c.clock.Now().Add(c.period)
 	}
 	recreated := false
-	if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
+	if item.Malformed != "" {
+		// Which stream the item described is not known: as if created
+		// again, every shard whose start differs from its item's is
+		// dropped, and the others keep their checkpoints.
+		created := "its creation time unknown"
+		if !c.created.IsZero() {
+			created = "created at " + c.created.UTC().Format(time.RFC3339)
+		}
+		c.st.Log.Warnf("stream %s: the lease table %s's item of the stream cannot be read (%s): it is replaced by one of the stream as it is (%s). As for a stream created again, a shard keeps its checkpoint where it starts where its item says, and any other is dropped (each is said): %s",
+			c.st.Name, c.table.Name(), item.Malformed, created, c.st.RestartsFrom)
+		recreated = true
+		item = lease.Stream{ARN: c.st.ARN, Created: c.created, Start: c.st.StartFor(true)}
+		if err := c.table.ReplaceStream(ctx, item); err != nil {
+			return coord.FirstPin{}, err
+		}
+	} else if !item.Created.IsZero() && !c.created.IsZero() && !item.Created.Equal(c.created) {
 		c.st.Log.Warnf("stream %s was created at %v, but the lease table %s describes a stream of that name created at %v: the stream item is replaced. If the stream was deleted and created again, its shards start at other sequence numbers now: the checkpoint of each such shard is dropped (each is said) and %s; checkpoints of shards that start where they did are kept",
 			c.st.Name, c.created.UTC(), c.table.Name(), item.Created.UTC(), c.st.RestartsFrom)
 		recreated = true

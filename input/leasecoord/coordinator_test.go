@@ -6,13 +6,17 @@ package leasecoord
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
@@ -157,5 +161,48 @@ func TestLeaseEndOfTheOldStreamIsNotStoredInTheNewOne(t *testing.T) {
 	if cp.Ended || cp.ShardStart != "100" {
 		t.Errorf("after the reset and the pin of the new stream, s0's position is the old stream's end (ended %v, start %q, end saved %v); the item is %+v",
 			cp.Ended, cp.ShardStart, c.pos.EndSaved("s0"), it)
+	}
+}
+
+// TestLeaseStreamItemThatCannotBeReadIsReplaced: a stream item whose
+// streamCreated is no time (a hand edit) is replaced at start by one of the
+// stream as it is, with a warning; the checkpoint of a shard that starts
+// where its item says is kept. Before, the whole stream stopped with an
+// ERROR every second, naming no fix.
+func TestLeaseStreamItemThatCannotBeReadIsReplaced(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	a := storeCoordinator(t, m, "a", time.Minute, "s0")
+	a.Cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, a, "s0")
+	g.Acked(pos(5))
+	if err := a.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m.SetItem(map[string]types.AttributeValue{
+		"leaseKey": &types.AttributeValueMemberS{Value: testARN}, "kind": &types.AttributeValueMemberS{Value: "stream"},
+		"streamArn": &types.AttributeValueMemberS{Value: testARN}, "startKind": &types.AttributeValueMemberS{Value: "TRIM_HORIZON"},
+		"pinned": &types.AttributeValueMemberBOOL{Value: true}, "streamCreated": &types.AttributeValueMemberS{Value: "garbage"},
+	})
+	logs := &inputtest.Logs{}
+	res := service.MockResources(service.MockResourcesOptUseLogger(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))))
+	lc := newLeaseCoordination(m, Options{InstanceID: "b", LeasePeriod: time.Minute, StealLimit: 4})
+	b := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
+	if _, err := b.Load(t.Context()); err != nil {
+		t.Fatalf("a stream item that cannot be read stopped the stream: %v", err)
+	}
+	if !strings.Contains(logs.String(), `level=WARN msg="stream orders: the lease table memory's item of the stream cannot be read (item `+testARN+`: attribute streamCreated: \"garbage\" is not an RFC 3339 time): it is replaced`) {
+		t.Errorf("no warning naming the item and its attribute:\n%s", logs)
+	}
+	sc, err := m.ScanConsistent(t.Context(), testARN)
+	if err != nil || sc.Stream == nil || sc.Stream.Malformed != "" {
+		t.Fatalf("the stream item after the start: %+v, %v", sc.Stream, err)
+	}
+	if err := b.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "1"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, false); err != nil {
+		t.Fatal(err)
+	}
+	b.Cycle(t.Context(), everyShard)
+	if cp, _ := b.pos.Of("s0"); cp.Position == nil || cp.Position.Sequence != "5" {
+		t.Errorf("s0's checkpoint after the stream item was replaced: %+v, want after 5", cp)
 	}
 }
