@@ -104,6 +104,9 @@ func streamAction(fn func(ctx context.Context, c *cli.Context, t streamTarget) e
 		if set.Region == "" {
 			set.Region = arnRegion
 		}
+		if arnRegion != "" && set.Region != arnRegion {
+			return cli.Exit(fmt.Sprintf("--stream %s: the ARN is in region %s but --region is %s; give one region (or leave --region out)", c.String("stream"), arnRegion, set.Region), 2)
+		}
 		if path := c.String("ca-file"); path != "" {
 			pem, err := os.ReadFile(path)
 			if err != nil {

@@ -87,6 +87,7 @@ func TestCommandsRefuseBadFlags(t *testing.T) {
 		// Before, these were taken: a timeout of 0 or less was ignored, a
 		// negative failover time skipped the check for live KCL workers,
 		// and an hour was waited out without a word.
+		{[]string{"checkpoint", "show", "--stream", "arn:aws:kinesis:eu-west-1:000000000000:stream/orders", "--region", "us-east-1", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", t.TempDir()}, "the ARN is in region eu-west-1 but --region is us-east-1"},
 		{[]string{"efo", "register", "--consumer-name", "app", "--timeout", "0s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--timeout 0s: expected a positive duration`},
 		{[]string{"efo", "register", "--consumer-name", "app", "--timeout", "-1s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca}, `--timeout -1s: expected a positive duration`},
 		{[]string{"checkpoint", "import", "--from", "kcl", "--from-table", "t", "--kcl-failover-time", "-1s", "--stream", "orders", "--endpoint", srv.Endpoint(), "--ca-file", ca, "--dir", t.TempDir()}, "--kcl-failover-time -1s: expected the application's failoverTimeMillis, more than 0 and at most 10m0s"},
