@@ -132,7 +132,9 @@ func TestCheckpointShow(t *testing.T) {
 	if out, err := show(); err == nil || !strings.Contains(out, "give the store: --dir") {
 		t.Fatalf("show without a store: %v\n%s", err, out)
 	}
-	if out, err := show("--table", "missing", "--dynamodb-endpoint", d.Endpoint); err == nil || !strings.Contains(out, `"missing" does not exist`) {
+	// The hint is the command's, not the config's (before: "set create:
+	// true").
+	if out, err := show("--table", "missing", "--dynamodb-endpoint", d.Endpoint); err == nil || !strings.Contains(out, `--table: DynamoDB table "missing" does not exist: give --table the name of the input's lease table`) || strings.Contains(out, "create: true") {
 		t.Fatalf("show of a missing table: %v\n%s", err, out)
 	}
 }

@@ -101,6 +101,13 @@ func storeTable(ctx context.Context, c *cli.Context, t streamTarget, create bool
 		return nil, err
 	}
 	tb, err := lease.Open(ctx, awsclient.DynamoDB(cfg, c.String("dynamodb-endpoint")), c.String("table"), create)
+	if errors.Is(err, lease.ErrNoTable) {
+		how := "give --table the name of the input's lease table"
+		if c.IsSet("create-table") {
+			how = "or drop --create-table=false to let this command create it"
+		}
+		return nil, fmt.Errorf("--table: DynamoDB table %q does not exist: %s", c.String("table"), how)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--table: %w", err)
 	}

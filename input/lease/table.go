@@ -127,8 +127,12 @@ func Check(ctx context.Context, api API, name string, create bool) error {
 	return checkSchema(name, out.Table)
 }
 
+// ErrNoTable is the error of a lease table that does not exist, opened
+// without create.
+var ErrNoTable = errors.New("does not exist")
+
 func missingTable(name string) error {
-	return fmt.Errorf("DynamoDB table %q does not exist: create it with the hash key %s (string), or set create: true to let the input create it", name, attrKey)
+	return fmt.Errorf("DynamoDB table %q %w: create it with the hash key %s (string), or set create: true to let the input create it", name, ErrNoTable, attrKey)
 }
 
 // Name is the table's name.
