@@ -202,6 +202,7 @@ func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, ite
 	type read struct {
 		w     lease.Worker
 		moved bool // since this instance last saw it
+		fresh bool // there, and not seen before: written again after its removal, say
 		err   error
 	}
 	reads := map[string]read{}
@@ -216,9 +217,18 @@ func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, ite
 		if !ok {
 			seen, known := c.view.sighting(it.Owner)
 			w, found, err := c.table.GetWorker(ctx, c.st.ARN, it.Owner)
-			r = read{w: w, err: err, moved: found && known && w.Nonce == seen.nonce && w.Counter != seen.counter}
-			if r.moved {
+			r = read{w: w, err: err, moved: found && known && w.Nonce == seen.nonce && w.Counter != seen.counter,
+				fresh: found && !known}
+			switch {
+			case r.moved:
 				c.view.sawWorker(w, c.clock.Now())
+			case r.fresh:
+				// Its owner may live: an instance removed as dead that was
+				// only cut off writes its item again at its next
+				// heartbeat, and renews its leases by it. Watched from
+				// now: its leases expire a lease period after it stops
+				// moving, not before.
+				c.view.watchWorker(w, c.clock.Now())
 			}
 			if err != nil && ctx.Err() == nil {
 				c.st.Log.Debugf("stream %s: confirming that instance %s stopped: %v", c.st.Name, it.Owner, err)
@@ -227,7 +237,7 @@ func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, ite
 		}
 		switch {
 		case r.err != nil: // not confirmed: the next cycle tries again
-		case r.moved && (workerSighting{nonce: r.w.Nonce, held: r.w.Held, listed: r.w.Listed}).renews(it):
+		case (r.moved || r.fresh) && (workerSighting{nonce: r.w.Nonce, held: r.w.Held, listed: r.w.Listed}).renews(it):
 		default:
 			out = append(out, cl)
 		}

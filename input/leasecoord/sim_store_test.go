@@ -68,8 +68,12 @@ func simCall[T any](s *simStore, ctx context.Context, op string, do func() (T, e
 		// Applied before the answer, and before any task's wake at the
 		// same instant (its key sorts first).
 		apply := w.now.Add(time.Duration(w.rng.Int64N(int64(lat))))
-		w.at(apply, "", func() { res, err = do() })
+		w.at(apply, "", func() {
+			res, err = do()
+			p.fleet.trace(p, "%s sent at %.3fs applied: %v", op, answer.Add(-lat).Sub(simEpoch).Seconds(), err)
+		})
 	}
+	p.fleet.trace(p, "%s sent, answered at %.3fs (mode %d)", op, answer.Sub(simEpoch).Seconds(), mode)
 	wake := answer
 	dl, has := simDeadline(ctx)
 	timedOut := has && dl.Before(answer)

@@ -239,6 +239,18 @@ func (v *leaseView) sawWorker(w lease.Worker, now time.Time) {
 	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true, held: w.Held, listed: w.Listed}
 }
 
+// watchWorker records a worker item read alone that this instance had not
+// seen (a sighting of another process of the name is replaced): as if it
+// moved at now.
+func (v *leaseView) watchWorker(w lease.Worker, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s, ok := v.workers[w.ID]; ok && s.nonce == w.Nonce {
+		return
+	}
+	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true, held: w.Held, listed: w.Listed}
+}
+
 // sighting returns the worker item of an instance as last seen.
 func (v *leaseView) sighting(id string) (workerSighting, bool) {
 	v.mu.Lock()
