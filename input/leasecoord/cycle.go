@@ -31,6 +31,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	if err != nil {
 		if ctx.Err() == nil {
 			c.st.Log.Errorf("stream %s: %v", c.st.Name, err)
+			c.adoptAsked(ctx, readable)
 		}
 		return c.period / 3
 	}
@@ -165,6 +166,28 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
 	return c.view.nextCycle(c.clock.Now())
+}
+
+// adoptAsked takes up, while scans fail, the leases this process asked
+// for and was handed: it reads their items alone. (A cycle takes up a
+// lease handed over from its scan; with scans failing, throttled say, and
+// the heartbeat going through, a lease handed over would wait out its
+// expiry, unread, before another instance took it.)
+func (c *leaseCoordinator) adoptAsked(ctx context.Context, readable func(string) bool) {
+	for _, id := range c.view.pendingAsks(c.clock.Now()) {
+		if c.book.holds(id) || !readable(id) {
+			continue
+		}
+		it, found, err := c.table.Get(ctx, c.st.ARN, id)
+		if err != nil || !found || !c.view.mine(it) || it.Checkpoint.Ended || !c.sameShard(it) {
+			continue
+		}
+		c.pos.Learn(it.ShardID, it.Checkpoint)
+		if c.take(ctx, it) {
+			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
+			c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, c.view.askedWhy(it.ShardID))
+		}
+	}
 }
 
 // replaced reports whether the scan shows this instance's presence

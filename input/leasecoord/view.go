@@ -54,18 +54,20 @@ type leaseView struct {
 	// when each was first seen: one whose process is not known alive
 	// within a lease period counts as dead.
 	asks map[string]askSeen
-	// proved holds, by instance and nonce, when a read of its worker item
-	// alone found it moved since an ask of it was first seen.
+	// proved holds, by instance and nonce, the time after which a read of
+	// its worker item alone found it moved: the read before it, made
+	// after an ask of it was first seen.
 	proved map[string]time.Time
 }
 
 // askSeen is an ask seen on a lease this instance holds: by whom, when
-// first, and the asker's worker counter as first read alone after that
-// (base, when read).
+// first, and the asker's worker counter as last read alone after that
+// (base, at readAt, when read).
 type askSeen struct {
 	by, nonce string
 	at        time.Time
 	base      int64
+	readAt    time.Time
 	read      bool
 }
 
@@ -114,7 +116,8 @@ func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 // askerAt takes in the worker counter of the process that asked for a
 // shard's lease, read alone at now: the first read after the ask notes it;
 // a later one that finds it moved since the last proves the asker alive
-// now. It reports whether this read proved it.
+// after that last read (not at now: the move may be a write sent before
+// the asker died, applied late). It reports whether this read proved it.
 func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -123,10 +126,11 @@ func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.T
 		return false
 	}
 	moved := a.read && counter != a.base
-	a.base, a.read = counter, true
+	since := a.readAt
+	a.base, a.readAt, a.read = counter, now, true
 	v.asks[shardID] = a
 	if moved {
-		v.proved[by+"/"+nonce] = now
+		v.proved[by+"/"+nonce] = since
 	}
 	return moved
 }
@@ -368,14 +372,14 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 		// the asker may have died since (a live one beats every third).
 		fresh := func(at time.Time) bool { return at.After(asked) && now.Sub(at) < period/2 }
 		switch {
+		case dead[id][nonce]:
+			verdict = askerDead // removed as dead, or replaced by another process of its name: whatever it did before
 		case fresh(proved[id+"/"+nonce]):
 			verdict = askerAlive // its item, read alone, moved since the ask
 		case same && now.Sub(s.at) >= period:
 			verdict = askerDead
 		case same && s.moved && fresh(s.at):
 			verdict = askerAlive
-		case dead[id][nonce]:
-			verdict = askerDead // removed as dead, or replaced by another process of its name
 		}
 		// No sign of life for a lease period since the ask (or since the
 		// last one after it): dead.
@@ -524,11 +528,31 @@ func (v *leaseView) setAsked(shardID string, at time.Time, why string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for id, a := range v.asked {
-		if at.Sub(a.at) >= v.period {
+		if at.Sub(a.at) >= askPending*v.period {
 			delete(v.asked, id)
 		}
 	}
 	v.asked[shardID] = askMade{at: at, why: why}
+}
+
+// askPending is how long, in lease periods, an ask may be answered by a
+// handover: the holder hands over once its reader settled, within a lease
+// period of seeing the ask, which it may see a lease period late.
+const askPending = 3
+
+// pendingAsks returns the shards whose leases this instance asked for
+// within askPending lease periods of now.
+func (v *leaseView) pendingAsks(now time.Time) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for id, a := range v.asked {
+		if now.Sub(a.at) < askPending*v.period {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func sortWorkers(ws []lease.Worker) {
