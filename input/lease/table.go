@@ -584,9 +584,9 @@ func (t *Table) Withdraw(ctx context.Context, s Shard, me string) error {
 // retention period), unless someone holds it.
 func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                aws.String(t.name),
-		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
-		Key:                      map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(ShardKey(streamARN, shardID))},
 		ConditionExpression:       aws.String(freeCondition),
 		ExpressionAttributeNames:  map[string]string{"#o": attrOwner},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":none": str("")},

@@ -131,16 +131,16 @@ func TestLeaseAskerProvedAliveOnlyAfterTheReadBefore(t *testing.T) {
 		t.Fatal("a move of the asker's item proved nothing")
 	}
 	// Fresh for half a lease period after the read before the move.
-	if got := v.judge(t0.Add(1000 * time.Millisecond))("a", "na", asked); got != askerAlive {
+	if got := v.judge(t0.Add(1000*time.Millisecond))("a", "na", asked); got != askerAlive {
 		t.Errorf("just after the proof: %v, want alive", got)
 	}
-	if got := v.judge(t0.Add(1200 * time.Millisecond))("a", "na", asked); got == askerAlive {
+	if got := v.judge(t0.Add(1200*time.Millisecond))("a", "na", asked); got == askerAlive {
 		t.Errorf("more than half a lease period after the read before the move: alive, want not known alive")
 	}
 	v.mu.Lock()
 	v.died("a", "na", t0.Add(900*time.Millisecond))
 	v.mu.Unlock()
-	if got := v.judge(t0.Add(1000 * time.Millisecond))("a", "na", asked); got != askerDead {
+	if got := v.judge(t0.Add(1000*time.Millisecond))("a", "na", asked); got != askerDead {
 		t.Errorf("removed as dead: %v, want dead", got)
 	}
 }
