@@ -61,3 +61,15 @@ func FuzzLintAgreesWithRun(f *testing.F) {
 		}
 	})
 }
+
+// TestLintLeavesFilesToRun: lint runs run's parse without the tls section,
+// whose certificate files may exist only where the config runs (the
+// README's demo config names one that make demo writes).
+func TestLintLeavesFilesToRun(t *testing.T) {
+	t.Parallel()
+	err := service.NewEnvironment().NewStreamBuilder().SetYAML("input:\n  aws_kinesis_streams:\n" +
+		indent("streams: [a]\nreader: polling\ntls: {enabled: true, root_cas_file: /nonexistent/ca.pem}") + "\noutput:\n  drop: {}\n")
+	if err != nil {
+		t.Fatalf("lint refused a config for a certificate file it cannot see: %v", err)
+	}
+}
