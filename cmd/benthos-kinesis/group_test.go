@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -109,21 +108,7 @@ logger: { level: info }
 	addrs, logs := map[string]string{}, map[string]string{}
 	for _, id := range []string{"a", "b"} {
 		addrs[id], logs[id] = freeAddr(t), filepath.Join(dir, id+".log")
-		logFile, err := os.Create(logs[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "run", config)
-		cmd.Env = append(os.Environ(), "INST="+id, "ADDR="+addrs[id])
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			logFile.Close()
-		})
+		run(t, bin, config, logs[id], "INST="+id, "ADDR="+addrs[id])
 	}
 	// Two shards each: each saw the other's worker item, digests and all.
 	pages := map[string]metricsPage{}

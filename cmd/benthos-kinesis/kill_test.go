@@ -17,13 +17,16 @@ import (
 )
 
 // run starts the binary with a config; its output goes to a log file.
-func run(t *testing.T, bin, config, logPath string) *exec.Cmd {
+func run(t *testing.T, bin, config, logPath string, env ...string) *exec.Cmd {
 	t.Helper()
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", config)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -22,35 +22,7 @@ import (
 func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m := lease.NewMemory()
-	a := storeCoordinator(t, m, "a", period, "s0")
-	skipStartWait(a)
-	a.Cycle(t.Context(), everyShard)
-	g, _ := mustGrant(t, a, "s0")
-	bt := &failingScans{Store: m}
-	b := storeCoordinator(t, bt, "b", period)
-	// b lives, as a sees: two heartbeats a scan apart.
-	for range 2 {
-		time.Sleep(period / 3)
-		_ = b.Commit(t.Context())
-		a.Cycle(t.Context(), everyShard)
-	}
-	if !a.view.live(time.Now())["b"] {
-		t.Fatal("b is not alive to a")
-	}
-	bt.fail.Store(true)
-	// b asks for s0 (as its balance would, from its last good scan).
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", b.nonce); err != nil {
-		t.Fatal(err)
-	}
-	a.Cycle(t.Context(), everyShard) // a sees the ask
-	time.Sleep(period / 3)
-	_ = b.Commit(t.Context())        // b alive since its ask (its heartbeat succeeds)
-	a.Cycle(t.Context(), everyShard) // its reader stops
-	g.Stopped(t.Context(), settledNow)
-	if it := itemOf(t, m, "s0"); it.Owner != "b" {
-		t.Fatalf("item %+v, want handed over to b", it)
-	}
+	m, a, b := handOverToFailingScans(t, period, false)
 	handed := time.Now()
 	for time.Since(handed) < 3*period {
 		time.Sleep(period / 6)
@@ -78,31 +50,7 @@ func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 func TestLeaseAskedForIsTakenUpWhileScansFail(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m := lease.NewMemory()
-	a := storeCoordinator(t, m, "a", period, "s0")
-	skipStartWait(a)
-	a.Cycle(t.Context(), everyShard)
-	g, _ := mustGrant(t, a, "s0")
-	bt := &failingScans{Store: m}
-	b := storeCoordinator(t, bt, "b", period)
-	for range 2 {
-		time.Sleep(period / 3)
-		_ = b.Commit(t.Context())
-		a.Cycle(t.Context(), everyShard)
-	}
-	bt.fail.Store(true)
-	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", b.nonce); err != nil {
-		t.Fatal(err)
-	}
-	b.view.setAsked("s0", time.Now(), "count")
-	a.Cycle(t.Context(), everyShard)
-	time.Sleep(period / 3)
-	_ = b.Commit(t.Context())
-	a.Cycle(t.Context(), everyShard)
-	g.Stopped(t.Context(), settledNow)
-	if it := itemOf(t, m, "s0"); it.Owner != "b" {
-		t.Fatalf("item %+v, want handed over to b", it)
-	}
+	m, _, b := handOverToFailingScans(t, period, true)
 	b.Cycle(t.Context(), everyShard) // its scan fails
 	if _, bHolds := b.book.stateOf("s0"); !bHolds {
 		t.Fatalf("b did not take up s0, handed to it, while its scans failed: %+v", itemOf(t, m, "s0"))
@@ -143,4 +91,44 @@ func TestLeaseAskerProvedAliveOnlyAfterTheReadBefore(t *testing.T) {
 	if got := v.judge(t0.Add(1000*time.Millisecond))("a", "na", asked); got != askerDead {
 		t.Errorf("removed as dead: %v, want dead", got)
 	}
+}
+
+// handOverToFailingScans has a, holding s0, hand it over to b, which asked
+// for it (remembering its ask when remembered is set) and whose scans fail
+// from just before its ask on, while its heartbeats succeed.
+func handOverToFailingScans(t *testing.T, period time.Duration, remembered bool) (*lease.Memory, *leaseCoordinator, *leaseCoordinator) {
+	t.Helper()
+	m := lease.NewMemory()
+	a := storeCoordinator(t, m, "a", period, "s0")
+	skipStartWait(a)
+	a.Cycle(t.Context(), everyShard)
+	g, _ := mustGrant(t, a, "s0")
+	bt := &failingScans{Store: m}
+	b := storeCoordinator(t, bt, "b", period)
+	// b lives, as a sees: two heartbeats a scan apart.
+	for range 2 {
+		time.Sleep(period / 3)
+		_ = b.Commit(t.Context())
+		a.Cycle(t.Context(), everyShard)
+	}
+	if !a.view.live(time.Now())["b"] {
+		t.Fatal("b is not alive to a")
+	}
+	bt.fail.Store(true)
+	// b asks for s0 (as its balance would, from its last good scan).
+	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", b.nonce); err != nil {
+		t.Fatal(err)
+	}
+	if remembered {
+		b.view.setAsked("s0", time.Now(), "count")
+	}
+	a.Cycle(t.Context(), everyShard) // a sees the ask
+	time.Sleep(period / 3)
+	_ = b.Commit(t.Context())        // b alive since its ask (its heartbeat succeeds)
+	a.Cycle(t.Context(), everyShard) // its reader stops
+	g.Stopped(t.Context(), settledNow)
+	if it := itemOf(t, m, "s0"); it.Owner != "b" {
+		t.Fatalf("item %+v, want handed over to b", it)
+	}
+	return m, a, b
 }
