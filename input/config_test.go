@@ -240,7 +240,9 @@ func TestLintRefusesWhatRunRefuses(t *testing.T) {
 // batching.check's Bloblang, give a line and column only).
 func namesField(t *testing.T, err error) {
 	t.Helper()
-	lines := strings.Split(strings.TrimPrefix(err.Error(), "lint errors: "), "\n")
+	// A lint starts with its position, "(line,column)"; a value with a
+	// line break in it continues the lint on the next line.
+	lines := lintStart.Split(strings.TrimPrefix(err.Error(), "lint errors: "), -1)
 	if !fieldNamed.MatchString(lines[0]) {
 		t.Errorf("lint line %q names no field", lines[0])
 	}
@@ -250,6 +252,8 @@ func namesField(t *testing.T, err error) {
 		}
 	}
 }
+
+var lintStart = regexp.MustCompile(`\n(?:\(\d+,\d+\) )`)
 
 var fieldNamed = regexp.MustCompile(`field [a-z_]+(\.[a-z_0-9]+)*|'[a-z_]+(\.[a-z_]+)*'`)
 
