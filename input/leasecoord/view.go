@@ -54,20 +54,18 @@ type leaseView struct {
 	// when each was first seen: one whose process is not known alive
 	// within a lease period counts as dead.
 	asks map[string]askSeen
-	// proved holds, by instance and nonce, the time after which a read of
-	// its worker item alone found it moved: the read before it, made
-	// after an ask of it was first seen.
+	// proved holds, by instance and nonce, when a read of its worker item
+	// alone found it moved since an ask of it was first seen.
 	proved map[string]time.Time
 }
 
 // askSeen is an ask seen on a lease this instance holds: by whom, when
 // first, and the asker's worker counter as last read alone after that
-// (base, at readAt, when read).
+// (base, when read).
 type askSeen struct {
 	by, nonce string
 	at        time.Time
 	base      int64
-	readAt    time.Time
 	read      bool
 }
 
@@ -116,8 +114,10 @@ func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 // askerAt takes in the worker counter of the process that asked for a
 // shard's lease, read alone at now: the first read after the ask notes it;
 // a later one that finds it moved since the last proves the asker alive
-// after that last read (not at now: the move may be a write sent before
-// the asker died, applied late). It reports whether this read proved it.
+// now. (The move may be a heartbeat sent before the asker died and applied
+// late: a handover to it then waits out the lease's expiry; one removed as
+// dead meanwhile is known dead whatever was proved.) It reports whether
+// this read proved it.
 func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -126,11 +126,10 @@ func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.T
 		return false
 	}
 	moved := a.read && counter != a.base
-	since := a.readAt
-	a.base, a.readAt, a.read = counter, now, true
+	a.base, a.read = counter, true
 	v.asks[shardID] = a
 	if moved {
-		v.proved[by+"/"+nonce] = since
+		v.proved[by+"/"+nonce] = now
 	}
 	return moved
 }
