@@ -83,29 +83,16 @@ func CheckDir(dir string) error {
 // start with the reason, rather than retrying for ever; the lock taken on
 // the first load remains the rule.
 func CheckLocks(dir string, streams []string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil // missing, or unreadable: CheckDir and OpenFile say so
-	}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json.lock")
-		if !ok {
-			continue
+	return eachStreamFile(dir, ".json.lock", streams, func(path, s string) error {
+		l, err := lockFile(path)
+		if errors.Is(err, ErrLocked) {
+			return fmt.Errorf("stream %s is read from checkpoint directory %q by another process (%w): give each instance its own directory, or share the stream through checkpoint.dynamodb", s, dir, err)
 		}
-		for _, s := range streams {
-			if !lockOf(name, s) {
-				continue
-			}
-			l, err := lockFile(filepath.Join(dir, e.Name()))
-			if errors.Is(err, ErrLocked) {
-				return fmt.Errorf("stream %s is read from checkpoint directory %q by another process (%w): give each instance its own directory, or share the stream through checkpoint.dynamodb", s, dir, err)
-			}
-			if err == nil {
-				unlockFile(l)
-			}
+		if err == nil {
+			unlockFile(l)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // CheckFiles reports a checkpoint file in dir of a stream of streams (names
@@ -114,20 +101,32 @@ func CheckLocks(dir string, streams []string) error {
 // them, so that a pipeline stops at start with the reason rather than
 // retrying its connection for ever.
 func CheckFiles(dir string, streams []string) error {
+	return eachStreamFile(dir, ".json", streams, func(path, _ string) error {
+		_, err := resolve(path)
+		return err
+	})
+}
+
+// eachStreamFile calls fn with each file of dir named for a stream of
+// streams (in any region and account, see lockOf) with suffix, and the
+// stream, until fn fails. A directory that cannot be read has none: CheckDir
+// and OpenFile say why.
+func eachStreamFile(dir, suffix string, streams []string, fn func(path, stream string) error) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil // missing, or unreadable: CheckDir and OpenFile say so
+		return nil
 	}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
+		name, ok := strings.CutSuffix(e.Name(), suffix)
 		if !ok {
 			continue
 		}
 		for _, s := range streams {
-			if lockOf(name, s) {
-				if _, err := resolve(filepath.Join(dir, e.Name())); err != nil {
-					return err
-				}
+			if !lockOf(name, s) {
+				continue
+			}
+			if err := fn(filepath.Join(dir, e.Name()), s); err != nil {
+				return err
 			}
 		}
 	}
