@@ -127,10 +127,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 
 	for _, it := range adopt {
-		if c.take(ctx, it) {
-			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
-			c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, c.view.askedWhy(it.ShardID))
-		}
+		c.adopt(ctx, it)
 	}
 	if until, wait := c.view.settling(now); wait {
 		c.st.Log.Debugf("stream %s: waiting until %v for the instances seen for the first time to move before taking leases", c.st.Name, until.Format(time.RFC3339Nano))
@@ -183,10 +180,15 @@ func (c *leaseCoordinator) adoptAsked(ctx context.Context, readable func(string)
 			continue
 		}
 		c.pos.Learn(it.ShardID, it.Checkpoint)
-		if c.take(ctx, it) {
-			c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
-			c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, c.view.askedWhy(it.ShardID))
-		}
+		c.adopt(ctx, it)
+	}
+}
+
+// adopt takes up a lease handed over to this process.
+func (c *leaseCoordinator) adopt(ctx context.Context, it lease.Shard) {
+	if c.take(ctx, it) {
+		c.st.Metrics.LeasesStolen.Incr(1, c.st.Name)
+		c.st.Metrics.LeaseMoves.Incr(1, c.st.Name, c.view.askedWhy(it.ShardID))
 	}
 }
 
