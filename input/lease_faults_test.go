@@ -420,11 +420,12 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 
 // TestLeasesNewInstanceGetsItsShareWithinTwoCycles: "a" holds both shards
 // and checkpoints every 100 ms (records flow); "b" starts and gets its share,
-// one shard, within two lease cycles (2 s each) of its start. Before the fix
-// b's first ask reached a through the answer to a checkpoint write before
-// a's scan had seen b's worker item, so a took b for dead and cleared the
-// ask; b counted the lease as coming for a whole lease period and asked
-// again only then: its share came 6.1 s after its start (lease_period 6s).
+// one shard, within two lease cycles (2 s each) of its first sign of life.
+// Before the fix b's first ask reached a through the answer to a checkpoint
+// write before a's scan had seen b's worker item, so a took b for dead and
+// cleared the ask; b counted the lease as coming for a whole lease period
+// and asked again only then: its share came 6.1 s after its start
+// (lease_period 6s).
 func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 	t.Parallel()
 	const period = 6 * time.Second
@@ -446,7 +447,12 @@ func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 	inputtest.StartPipelineWith(t, yaml("b"), outB.Consume, inputtest.Options{})
 	last := map[string]string{}
 	var trace []string
+	var present time.Duration // b's first sign of life in the table
 	waitUntil(t, 30*time.Second, func() bool {
+		if present == 0 && slices.Contains(workerIDs(t, d, "bpx"), "b") {
+			present = time.Since(started)
+			trace = append(trace, fmt.Sprintf("+%v b's worker item", present.Round(10*time.Millisecond)))
+		}
 		n := 0
 		for k, v := range rawItems(t, d, "bpx") {
 			if last[k] != v {
@@ -459,16 +465,19 @@ func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 		}
 		return n == 1
 	})
-	took := time.Since(started)
-	// Two lease cycles, and a second for b's start and the handover's last
-	// checkpoint write.
+	// Counted from b's first sign of life, its worker item: how long a
+	// Benthos process takes to start and reach the table is not the lease
+	// core's (under a loaded CI machine it took 1.2 s more than alone).
+	took := time.Since(started) - present
+	// Two lease cycles, and a second for the handover's last checkpoint
+	// write and the acknowledgements it waits for.
 	bound := 2*period/3 + time.Second
-	t.Logf("b got its share %v after its start (lease_period %v, bound %v)", took.Round(10*time.Millisecond), period, bound)
+	t.Logf("b got its share %v after its first sign of life (lease_period %v, bound %v)", took.Round(10*time.Millisecond), period, bound)
+	for _, l := range trace {
+		t.Log(l)
+	}
 	if took > bound {
-		for _, l := range trace {
-			t.Log(l)
-		}
-		t.Fatalf("b got its share %v after its start, want within two lease cycles (%v) and a second", took.Round(10*time.Millisecond), 2*period/3)
+		t.Fatalf("b got its share %v after its first sign of life, want within two lease cycles (%v) and a second", took.Round(10*time.Millisecond), 2*period/3)
 	}
 }
 
