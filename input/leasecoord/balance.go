@@ -37,7 +37,8 @@ type claim struct {
 //     first), one lease per instance and ask.
 //
 // live holds the instances known to be alive (me among them); claims held by
-// instances not in live count as theirs while not expired.
+// instances not in live count as theirs while not expired, and a lease a
+// live instance asked for counts as that asker's.
 func balance(me string, claims []claim, live map[string]bool, steals int) (take, ask []claim) {
 	counts := map[string]int{}
 	for id := range live {
@@ -51,12 +52,15 @@ func balance(me string, claims []claim, live map[string]bool, steals int) (take,
 			counts[me]++
 		case c.owner == "" || c.expired:
 			free = append(free, c)
+		case c.asked == me || (c.asked != "" && live[c.asked]):
+			// Asked already: counted as coming to its asker, whoever
+			// asked. Counted as its holder's, two instances that ask the
+			// same holder in turn would each take it down to their share
+			// and leave it below its own (16 over 3: 4, 6, 6), which it
+			// would then ask back.
+			counts[c.asked]++
 		default:
 			counts[c.owner]++
-			if c.asked == me {
-				counts[me]++ // asked already: counted as coming
-				counts[c.owner]--
-			}
 		}
 	}
 	share := (len(claims) + len(counts) - 1) / len(counts)

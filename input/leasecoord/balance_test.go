@@ -88,6 +88,42 @@ func TestBalanceTakesItsShare(t *testing.T) {
 	}
 }
 
+// TestBalanceCountsAnotherAsksAsItsAskers: 16 leases over 3 instances. a
+// holds 12, of which b asked for 4 and c for 2; c holds 4. The leases c
+// asked for are coming to c (6, its share): b asks a for one more, not
+// two, and a keeps 5. Counted as a's, b asked for 2 and a was left with 4
+// against 6 and 6, and would have asked one back (seen by
+// TestLeasesShareAStream: i0 4, i1 6, i2 6 after both asked in turn).
+func TestBalanceCountsAnotherAsksAsItsAskers(t *testing.T) {
+	live := map[string]bool{"a": true, "b": true, "c": true}
+	var claims []claim
+	for i := range 12 {
+		cl := claim{shard: fmt.Sprintf("a%02d", i), owner: "a"}
+		switch {
+		case i < 4:
+			cl.asked = "b"
+		case i < 6:
+			cl.asked = "c"
+		}
+		claims = append(claims, cl)
+	}
+	for i := range 4 {
+		claims = append(claims, claim{shard: fmt.Sprint("c", i), owner: "c"})
+	}
+	take, ask := balance("b", claims, live, 4)
+	if len(take) != 0 || len(ask) != 1 || ask[0].owner != "a" {
+		t.Fatalf("b took %v and asked for %v; want one lease of a (a keeps 5, c gets 6, b 5)", take, ask)
+	}
+	// An ask of an instance not known alive does not count: its leases
+	// stay their holder's (it may never take them up).
+	for i := range claims[:6] {
+		claims[i].asked = "gone"
+	}
+	if _, ask := balance("b", claims, live, 4); len(ask) != 4 {
+		t.Fatalf("with the asks of an instance not alive, b asked for %d; want 4 (a holds 12, b nothing)", len(ask))
+	}
+}
+
 // TestBalanceConverges plays lease cycles of instances starting one after
 // another on 16 and 1,024 shards: every shard ends held, the instances
 // within one of each other, and no instance ever asks for more than
