@@ -31,7 +31,7 @@ const (
 	attrHandoffTo    = "handoffTo"              // an instance asking the holder for the lease
 	attrOwnerNonce   = "leaseOwnerNonce"        // the nonce of the process holding the lease (Worker.Nonce)
 	attrHandoffNonce = "handoffNonce"           // the nonce of the process asking for it
-	attrCreated      = "streamCreated"          // stream items: the stream's creation time
+	attrCreated      = "streamCreated"          // stream and shard items: the stream's creation time
 	attrPinned       = "pinned"                 // stream items: the first shards' starts are stored
 	attrWriteID      = "lastWriteId"            // a random id of the holder's last write
 	attrNonce        = "workerNonce"            // worker items: a random id of the process
@@ -66,6 +66,12 @@ type Shard struct {
 	// HandoffNonce the nonce of its process (empty when not written).
 	HandoffTo    string
 	HandoffNonce string
+	// Created is the creation time of the stream the shard belongs to, as
+	// the instance that created or replaced the item knew it; zero when it
+	// did not (registration none describes no stream) or when an older
+	// version wrote the item. Replace never puts an item of an earlier
+	// stream over one of a later.
+	Created time.Time
 }
 
 // Key returns the item's leaseKey.
@@ -306,6 +312,9 @@ func encodeShard(s Shard) map[string]types.AttributeValue {
 	if s.Checkpoint.ShardStart != "" {
 		item[attrShardStart] = str(s.Checkpoint.ShardStart)
 	}
+	if !s.Created.IsZero() {
+		item[attrCreated] = str(s.Created.UTC().Format(timestampEncoder))
+	}
 	var parents []string
 	for _, p := range s.Parents {
 		if p != "" {
@@ -366,6 +375,11 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 		return Shard{}, fmt.Errorf("item %s: %w", key, err)
 	}
 	cp.ShardStart = getS(item, attrShardStart)
+	if created, err := getTime(item, attrCreated); err != nil {
+		return Shard{}, fmt.Errorf("item %s: %w", key, err)
+	} else if created != nil {
+		s.Created = *created
+	}
 	switch seq := getS(item, attrCheckpoint); seq {
 	case "":
 	case shardEnd:

@@ -197,7 +197,7 @@ func (m *Memory) Replace(ctx context.Context, s Shard, was string) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	next, _, ok, err := replacing(m.items[s.Key()], was)
+	next, _, ok, err := replacing(m.items[s.Key()], was, s.Created)
 	if err != nil || !ok {
 		return m.wrap(err)
 	}

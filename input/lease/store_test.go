@@ -64,7 +64,7 @@ func runScript(t *testing.T, st Store, script []step) {
 }
 
 func conformanceScript() []step {
-	const s0, s1, s2, s3 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002", "shardId-000000000003"
+	const s0, s1, s2, s3, s9 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002", "shardId-000000000003", "shardId-000000000009"
 	at := func(seq string) *checkpoint.Checkpoint {
 		return &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: seq}}
 	}
@@ -163,6 +163,42 @@ func conformanceScript() []step {
 
 		{"scan", scan(false), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002 shardId-000000000003] workers=[c:5:n4]", nil},
 		{"consistent scan", scan(true), "stream=AT_TIMESTAMP shards=[shardId-000000000001 shardId-000000000002 shardId-000000000003] workers=[c:5:n4]", nil},
+
+		// An instance whose listing is behind (the stream was created
+		// again since) never puts the old stream's shard back.
+		{"create of a stream's shard", createAt(s9, "100", 1), "owner= counter=0 ask= at=TRIM_HORIZON start=100", nil},
+		{"replace by the stream created later", replaceAt(s9, "300", "100", 2), "", nil},
+		{"replace by a listing behind", replaceAt(s9, "100", "300", 1), "", ErrLaterStream},
+		{"a listing behind writes nothing", get(s9), "owner= counter=1 ask= at=TRIM_HORIZON start=300", nil},
+		{"replace by a stream of unknown creation", replaceAt(s9, "100", "300", 0), "", nil},
+		{"replace by the latest stream", replaceAt(s9, "500", "100", 3), "", nil},
+		{"the latest stream's item", get(s9), "owner= counter=3 ask= at=TRIM_HORIZON start=500", nil},
+	}
+}
+
+// createdAt is the creation time of the nth stream of a name: zero for 0
+// (not known).
+func createdAt(n int) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Date(2026, 1, n, 0, 0, 0, 0, time.UTC)
+}
+
+func createAt(id, shardStart string, stream int) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		sh := shard(id, shardStart)
+		sh.Created = createdAt(stream)
+		s, err := st.Create(ctx, sh)
+		return show(s), err
+	}
+}
+
+func replaceAt(id, shardStart, was string, stream int) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		sh := shard(id, shardStart)
+		sh.Created = createdAt(stream)
+		return "", st.Replace(ctx, sh, was)
 	}
 }
 

@@ -20,6 +20,7 @@ var shardAttrTypes = map[string]string{
 	attrCounter: "N", attrCheckpoint: "S", attrSubSequence: "N", attrPartial: "BOOL",
 	attrParents: "SS", attrStartKind: "S", attrStartTime: "S", attrShardStart: "S",
 	attrHandoffTo: "S", attrWriteID: "S", attrOwnerNonce: "S", attrHandoffNonce: "S",
+	attrCreated: "S",
 }
 
 // AttrType names the DynamoDB type of an attribute value (S, N, BOOL, ...).
@@ -144,6 +145,11 @@ func checkShardItem(item map[string]types.AttributeValue) error {
 			return attrError(key, attrStartTime, v, "S (an RFC 3339 time after 2013 and less than a day from now)")
 		}
 	}
+	if v, ok := item[attrCreated]; ok {
+		if _, err := time.Parse(timestampEncoder, getS(item, attrCreated)); err != nil {
+			return attrError(key, attrCreated, v, "S (an RFC 3339 time: the creation time of the stream)")
+		}
+	}
 	if !hasCheckpoint {
 		kinds := []string{"TRIM_HORIZON", "AT_TIMESTAMP", "LATEST"} // shard.StartKind names
 		kind := getS(item, attrStartKind)
@@ -169,7 +175,7 @@ func typeMeaning(name string) string {
 		return "true or false"
 	case attrParents:
 		return "a set of shard ids"
-	case attrStartTime:
+	case attrStartTime, attrCreated:
 		return "an RFC 3339 time"
 	case attrShardStart:
 		return "a sequence number"

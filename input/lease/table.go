@@ -37,6 +37,11 @@ import (
 // lease is no longer the writer's (or, for a take, no longer as scanned).
 var ErrLost = errors.New("the lease is no longer held as written")
 
+// ErrLaterStream is returned by Replace when the item is of a stream created
+// after the one the caller knows: the caller's listing is behind (the
+// stream was deleted and created again since it listed), not the item.
+var ErrLaterStream = errors.New("the item is of a stream created later")
+
 // ErrWithdrawn is returned by a handover whose taker withdrew its ask
 // meanwhile: the lease is still the writer's, unchanged.
 var ErrWithdrawn = errors.New("the instance that asked for the lease withdrew its ask")
@@ -721,7 +726,10 @@ func conditionFailed(err error) bool {
 // The write is conditional on the start and the counter as read; a race
 // lost to another write is read again and retried while the start is
 // still was. An item that is gone, or has another start by then, was
-// replaced by someone else: Replace returns nil and writes nothing.
+// replaced by someone else: Replace returns nil and writes nothing. An
+// item of a stream created after s.Created (both known) is never
+// replaced: ErrLaterStream, for an instance whose listing is behind would
+// otherwise put the old stream's shard back over the new one's.
 func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 	s.Owner, s.HandoffTo = "", ""
 	what := "replacing the item of shard " + s.ShardID + " of an earlier stream"
@@ -730,7 +738,7 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 		if err != nil {
 			return err
 		}
-		next, cond, ok, err := replacing(old, was)
+		next, cond, ok, err := replacing(old, was, s.Created)
 		if err != nil {
 			return fmt.Errorf("DynamoDB table %q: %s: %w", t.name, what, err)
 		}
@@ -762,10 +770,16 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 // replacing reads the item a Replace of was would overwrite: ok is false
 // when there is none to replace (gone, or another start); next is the
 // counter of the new item, and cond the condition on the old counter (#c,
-// compared with :c, the old item's own value, when it has one).
-func replacing(old map[string]types.AttributeValue, was string) (next int64, cond string, ok bool, err error) {
+// compared with :c, the old item's own value, when it has one): the write
+// lands only on the item as read, so that what is checked here holds.
+// ErrLaterStream: the old item is of a stream created after created.
+func replacing(old map[string]types.AttributeValue, was string, created time.Time) (next int64, cond string, ok bool, err error) {
 	if start, has := old[attrShardStart].(*types.AttributeValueMemberS); !has || start.Value != was {
 		return 0, "", false, nil
+	}
+	if itemCreated, _ := getTime(old, attrCreated); itemCreated != nil && !created.IsZero() && itemCreated.After(created) {
+		return 0, "", false, fmt.Errorf("item %s: created at %s, after %s: %w", getS(old, attrKey),
+			itemCreated.UTC().Format(time.RFC3339Nano), created.UTC().Format(time.RFC3339Nano), ErrLaterStream)
 	}
 	if _, has := old[attrCounter]; !has {
 		return 1, "attribute_not_exists(#c)", true, nil

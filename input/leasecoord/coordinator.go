@@ -353,21 +353,30 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 			continue // its item is malformed: reported, not replaced
 		}
 		cp, _ := c.pos.Of(id)
-		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents})
+		todo = append(todo, lease.Shard{Stream: c.st.ARN, ShardID: id, Checkpoint: cp, Parents: parents, Created: c.created})
 	}
 	results := make([]result, len(todo))
 	c.parallel(len(todo), func(i int) {
 		want := todo[i]
 		got, err := c.table.Create(ctx, want)
 		if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
-			c.st.Log.Warnf("stream %s shard %s: its checkpoint in the lease table %s is of a shard that started at sequence number %s, and the shard starts at %s now (the stream was deleted and created again): the checkpoint is dropped",
-				c.st.Name, want.ShardID, c.table.Name(), got.Checkpoint.ShardStart, want.Checkpoint.ShardStart)
-			got, err = want, c.table.Replace(ctx, want, got.Checkpoint.ShardStart)
+			was := got.Checkpoint.ShardStart
+			if got, err = want, c.table.Replace(ctx, want, was); err == nil {
+				c.st.Log.Warnf("stream %s shard %s: its checkpoint in the lease table %s is of a shard that started at sequence number %s, and the shard starts at %s now (the stream was deleted and created again): the checkpoint is dropped",
+					c.st.Name, want.ShardID, c.table.Name(), was, want.Checkpoint.ShardStart)
+			}
 		}
 		results[i] = result{want.ShardID, got, err}
 	})
 	var errs []error
 	for _, r := range results {
+		if errors.Is(r.err, lease.ErrLaterStream) {
+			// This instance's listing is behind: the stream was created
+			// again since. The shard stays unpinned, so unread, until the
+			// next listing finds the new stream and resets.
+			c.st.Log.Infof("stream %s shard %s: the lease table holds it as a shard of the stream created again after this instance listed it (%v): not read until the next listing", c.st.Name, r.id, r.err)
+			continue
+		}
 		if r.err != nil {
 			if !c.broken.pinFailed(r.id, r.err) {
 				errs = append(errs, r.err)
