@@ -58,8 +58,10 @@ const (
 //     busier side drops by at least half an average lease, more than
 //     noise; with about equal loads this is the count rule).
 //
-// Why it settles rather than fights: judged on the table as it is, every
-// move by load lowers the sum of the squared instance loads, and every move
+// Why it settles rather than fights: judged on the table as it is (an ask
+// of me's is made only if it is worth it with no other instance's planned
+// ask counted, see below), every move by load lowers the sum of the
+// squared instance loads, and every move
 // by count lowers it too (or keeps it, for a lease weighing nothing) and
 // lowers the sum of the squared counts. With steady rates there are
 // finitely many assignments, so the moves stop. A move never makes its
@@ -85,10 +87,22 @@ func balanceLoad(me string, claims []claim, live map[string]bool, steals int) (t
 			take = append(take, c.claim)
 		}
 	}
+	// The plan counts the asks it gives the others as made, but another
+	// instance plans from its own scan and may not make them (a lease
+	// still dwelling there, say). An ask of me's is made only if it is
+	// worth it on the table as it is, with me's own asks counted: one worth
+	// it only after another's planned ask would make the pair's busier
+	// side busier, and be undone once that ask is made (sim seed 50465:
+	// i0 asked i2 for a lease on i2's coming ask of i1, which i2 made a
+	// cycle later; the lease went back 11 s on).
+	asIs := newLoadBook(me, claims, live, weight)
+	asIs.splitFree()
 	for _, c := range b.planAsks(steals) {
-		if c.to == me {
-			ask = append(ask, c.claim)
+		if c.to != me || !asIs.worthMoving(c.claim, c.owner, me, asIs.unsure[me] || asIs.unsure[c.owner] || asIs.alike(c.owner, me)) {
+			continue
 		}
+		asIs.move(c.claim, me)
+		ask = append(ask, c.claim)
 	}
 	return take, ask
 }

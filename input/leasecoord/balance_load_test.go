@@ -384,6 +384,31 @@ func TestBalanceLoadRule(t *testing.T) {
 	}
 }
 
+// TestBalanceLoadAsksOnlyWhatTheTableJustifies: the plan gives i2 an ask
+// of i1's s2 (7.3 KiB/s), which i2 does not make yet (s2 dwells in its
+// view). i0 (4.4) must not ask i2 (1.0 + 3.2 asked) for s0 on the strength
+// of that coming ask: on the table as it is the move makes the pair's
+// busier side busier (i0 5.4 against i2's 4.2), and once i2 took s2 the
+// balance moved s4 back to i0 (the simulation's seed 50465). Once i2 has
+// asked for s2, s0 is worth moving.
+func TestBalanceLoadAsksOnlyWhatTheTableJustifies(t *testing.T) {
+	live := map[string]bool{"i0": true, "i1": true, "i2": true}
+	claims := []claim{
+		{shard: "s0", owner: "i2", load: 1036, measured: true, dwelling: true},
+		{shard: "s1", owner: "i1", load: 13641, measured: true, dwelling: true},
+		{shard: "s2", owner: "i1", load: 7324, measured: true},
+		{shard: "s3", owner: "i0", load: 4381, measured: true, dwelling: true},
+		{shard: "s4", owner: "i0", asked: "i2", load: 3204, measured: true},
+	}
+	if _, ask := balanceLoad("i0", claims, live, 4); len(ask) != 0 {
+		t.Fatalf("i0 asked for %v on a plan that counts i2's coming ask of s2; want nothing", shards(ask))
+	}
+	claims[2].asked = "i2"
+	if _, ask := balanceLoad("i0", claims, live, 4); !slices.Equal(shards(ask), []string{"s0"}) {
+		t.Fatalf("with i2's ask of s2 made, i0 asked for %v; want s0 (i2 11.6 against i0 4.4)", shards(ask))
+	}
+}
+
 // TestBalanceLoadFallsBackToCount: with no lease measured, every lease
 // measured idle, or less than loadFloor in all, balanceLoad decides as
 // balance does, on random tables.
