@@ -102,6 +102,10 @@ type kinesisInput struct {
 	// windowBytes is what the windows may hold together: 0 by polling.
 	windowBytes int64
 
+	// health says whether any stream can be read: /ready fails while none
+	// can (health.go).
+	health *inputHealth
+
 	connMu    sync.Mutex
 	connected bool
 	coord     coord.Coordination // the checkpoint file or the lease table; set by Connect
@@ -138,6 +142,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		ctx:     ctx,
 		cancel:  cancel,
 		out:     make(chan delivery),
+		health:  newInputHealth(),
 		replays: newReplays(),
 
 		deregisterTimeout: 10 * time.Second,
@@ -190,7 +195,9 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	in.connMu.Lock()
 	defer in.connMu.Unlock()
 	if in.connected {
-		return nil
+		// Again after ReadBatch said the input is not connected: no
+		// stream can be read (see health.go).
+		return in.awaitReadable(ctx)
 	}
 	if in.ctx.Err() != nil {
 		return service.ErrEndOfInput
@@ -240,6 +247,11 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	go func() {
 		defer in.wg.Done()
 		in.commitLoop(in.ctx)
+	}()
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		in.watchHealth(in.ctx, streams)
 	}()
 	return nil
 }
@@ -417,6 +429,11 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 			got = true
 		case <-due:
 		case <-in.replays.added:
+		case <-in.health.down:
+			if in.health.reason() != "" {
+				in.pulling.Add(-1)
+				return nil, nil, service.ErrNotConnected
+			}
 		case <-ctx.Done():
 			stop = ctx.Err()
 		case <-in.ctx.Done():

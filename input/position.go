@@ -76,7 +76,7 @@ func (r *shardReader) stopOnPosition(ctx context.Context, start shard.Start, cau
 // positionRefused reports a start Kinesis refused for another reason than
 // the retention period; it is tried again after wait.
 func (r *shardReader) positionRefused(start shard.Start, cause error, wait time.Duration) {
-	r.s.in.metrics.stopped.Set(1, r.s.name, r.info.id)
+	r.setStopped(true)
 	r.s.in.log.Errorf("stream %s shard %s: reading from %v: %s. The shard is not read, so that no record is skipped; the position is tried again in %v: %s",
 		r.s.name, r.info.id, start, strings.TrimSuffix(cause.Error(), "."), wait.Round(time.Second), r.positionFix())
 }

@@ -3,6 +3,8 @@ package input
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,6 +161,62 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	p.StopWhen(t, out3, len(want0), time.Minute)
 	inputtest.CheckDelivery(t, out3.All(), want0, true)
 	inputtest.CheckOrder(t, out3.All())
+}
+
+// TestNotReadyWhileNoShardCanBeRead: /ready answers 200 while the only
+// shard is read; once its checkpoint is a position the shard cannot hold,
+// nothing can be read, and /ready answers 503 with an ERROR (Benthos's
+// "Failed to connect") that says why and names the shard. Before, /ready
+// answered 200 while nothing was read.
+func TestNotReadyWhileNoShardCanBeRead(t *testing.T) {
+	t.Parallel()
+	const shard0 = "shardId-000000000000"
+	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, "reader: polling")
+	arn := srv.StreamARN("orders")
+	ready := func(mux *http.ServeMux) int {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ready", nil))
+		return rec.Code
+	}
+
+	first := fakeProduce(t, srv, "orders", "a", 10, 2)
+	out1 := &inputtest.Collector{}
+	mux1 := http.NewServeMux()
+	p := inputtest.StartPipelineWith(t, conf, out1.Consume, inputtest.Options{Mux: mux1})
+	out1.WaitFor(t, len(first), time.Minute)
+	if code := ready(mux1); code != http.StatusOK {
+		t.Fatalf("/ready answered %d while the shard is read, want 200", code)
+	}
+	p.Stop(t)
+
+	store, err := checkpoint.OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Load(context.Background(), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Repeat("9", 56)
+	cp := st.Shards[shard0]
+	cp.Position = &checkpoint.Position{Sequence: bad}
+	st.Shards[shard0] = cp
+	if err := store.Save(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	logs := &inputtest.Logs{}
+	mux2 := http.NewServeMux()
+	inputtest.StartPipelineWith(t, conf, (&inputtest.Collector{}).Consume, inputtest.Options{Logs: logs, Mux: mux2})
+	if !eventually(30*time.Second, func() bool {
+		return ready(mux2) == http.StatusServiceUnavailable &&
+			hasLine(logs.String(), "level=ERROR", "Failed to connect", "no shard can be read", shard0, "kinesis_shard_stopped")
+	}) {
+		t.Fatalf("/ready answered %d with the only shard stopped on %s, want 503 and an ERROR naming the shard; logs:\n%s", ready(mux2), bad, logs)
+	}
 }
 
 // TestUnconfirmedShardEndIsNotTaken: a GetRecords answer without

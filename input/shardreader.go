@@ -132,9 +132,8 @@ func (r *shardReader) refuse(ctx context.Context, err error) {
 // set its checkpoint first: why is said at ERROR now and every
 // coord.ReportAgain, and kinesis_shard_stopped is 1 meanwhile.
 func (r *shardReader) stayStopped(ctx context.Context, why string) {
-	m := r.s.in.metrics.stopped
-	m.Set(1, r.s.name, r.info.id)
-	defer m.Set(0, r.s.name, r.info.id)
+	r.setStopped(true)
+	defer r.setStopped(false)
 	t := time.NewTicker(coord.ReportAgain)
 	defer t.Stop()
 	for {
@@ -145,6 +144,17 @@ func (r *shardReader) stayStopped(ctx context.Context, why string) {
 		case <-t.C:
 		}
 	}
+}
+
+// setStopped tells kinesis_shard_stopped and the stream's health whether
+// the shard is stopped on a position it cannot hold.
+func (r *shardReader) setStopped(stopped bool) {
+	v := int64(0)
+	if stopped {
+		v = 1
+	}
+	r.s.in.metrics.stopped.Set(v, r.s.name, r.info.id)
+	r.s.health.setStopped(r.info.id, stopped)
 }
 
 // run reads the shard until it ends or ctx ends.
@@ -262,7 +272,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 	stopped := false // the kinesis_shard_stopped gauge is set
 	defer func() {
 		if stopped { // this reader no longer stands for the shard
-			r.s.in.metrics.stopped.Set(0, r.s.name, r.info.id)
+			r.setStopped(false)
 		}
 	}()
 	verify := false // the last failure may mean the stream was deleted: check before reading
@@ -325,7 +335,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			}
 			if stopped {
 				stopped = false
-				r.s.in.metrics.stopped.Set(0, r.s.name, r.info.id)
+				r.setStopped(false)
 			}
 			var endErr error
 			if b.End {

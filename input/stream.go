@@ -76,6 +76,9 @@ type streamReader struct {
 	// listingWarned is the last warning about a listing that cannot be read
 	// (no shards, parents in a cycle): said again only when it changes.
 	listingWarned string
+
+	// health tells whether the stream can be read (see health.go).
+	health streamHealth
 }
 
 // setBehind records how far a shard's reader is behind the tip of its
@@ -210,7 +213,9 @@ func (s *streamReader) run(ctx context.Context) {
 		case <-s.coord.Changed():
 		case <-timer.C:
 			wait := s.in.conf.DiscoveryInterval
-			if err := s.discover(ctx); err != nil {
+			err := s.discover(ctx)
+			s.health.listed(time.Now(), err)
+			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -232,7 +237,25 @@ func (s *streamReader) run(ctx context.Context) {
 			timer.Reset(0)
 		}
 		s.schedule(ctx, &wg)
+		s.countHealth()
 	}
+}
+
+// countHealth counts, for the stream's health, the shards it would read
+// now, those it reads and those whose stored state cannot be read.
+func (s *streamReader) countHealth() {
+	readable, broken := 0, map[string]bool{}
+	for id, sh := range s.shards {
+		cp, ok := s.pos.Of(id)
+		if !ok || cp.Ended || !s.parentsEnded(sh) {
+			continue
+		}
+		readable++
+		if cp.Broken != nil {
+			broken[id] = true
+		}
+	}
+	s.health.counted(readable, len(s.running), broken)
 }
 
 // readable reports whether a known shard may be read as far as the stream

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ type Options struct {
 	// Input is the input's type name; default aws_kinesis_streams (a test
 	// may register the input under another name with other timings).
 	Input string
+	// Mux, when set, serves the stream's HTTP endpoints (/ready among
+	// them), as the binary's http server does.
+	Mux *http.ServeMux
 }
 
 // StartPipelineThreads is StartPipeline with a processor stage between the
@@ -74,6 +78,9 @@ func StartPipelineWith(t testing.TB, inputYAML string, consume service.MessageBa
 		if err := sb.SetMetricsYAML("inputtest_metrics: {}"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if opts.Mux != nil {
+		sb.SetHTTPMux(opts.Mux)
 	}
 	if opts.Processor != "" {
 		sb.SetThreads(opts.Threads)

@@ -1,0 +1,195 @@
+package input
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Whether the input can read at all. Benthos's /ready answers false while
+// an input is not connected: when no stream can be read (every shard it
+// would read stopped on a position the shard cannot hold or on stored
+// state that cannot be read, or its shards cannot be listed for a while
+// with no reader left), ReadBatch says the input is not connected, and
+// Connect answers, until something can be read again, with an error that
+// says why (Benthos logs it at ERROR each time it tries).
+
+const (
+	// listingFailsFor is how long a stream's listing fails, with no shard
+	// of it read, before the stream counts as unreadable.
+	listingFailsFor = 30 * time.Second
+	// healthEvery is how often the input looks.
+	healthEvery = time.Second
+	// reconnectWait is how long Connect waits for a stream to become
+	// readable before it answers with why none is.
+	reconnectWait = 5 * time.Second
+)
+
+// streamHealth is what a stream's readers and run loop tell of whether it
+// can be read; safe for concurrent use.
+type streamHealth struct {
+	mu sync.Mutex
+	// stopped are the shards whose readers stopped on a position the
+	// shard cannot hold (kinesis_shard_stopped).
+	stopped map[string]bool
+	// readable is how many shards the stream would read now (known, not
+	// finished, every parent finished), reading how many have a reader,
+	// and broken those not read because what is stored for them cannot be
+	// read (kinesis_broken_checkpoints; their readers stop too): counted
+	// by the run loop.
+	readable, reading int
+	broken            map[string]bool
+	// failing is when the listing started failing (zero: the last one
+	// succeeded), err why.
+	failing time.Time
+	err     error
+}
+
+func (h *streamHealth) setStopped(shardID string, stopped bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped == nil {
+		h.stopped = map[string]bool{}
+	}
+	if stopped {
+		h.stopped[shardID] = true
+	} else {
+		delete(h.stopped, shardID)
+	}
+}
+
+func (h *streamHealth) counted(readable, reading int, broken map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readable, h.reading, h.broken = readable, reading, broken
+}
+
+// listed records the outcome of a listing at now.
+func (h *streamHealth) listed(now time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil:
+		h.failing, h.err = time.Time{}, nil
+	case h.failing.IsZero():
+		h.failing, h.err = now, err
+	default:
+		h.err = err
+	}
+}
+
+// unreadable says why stream name cannot be read at now, or "".
+func (h *streamHealth) unreadable(name string, now time.Time) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var stopped, broken []string
+	for id := range h.stopped {
+		if !h.broken[id] {
+			stopped = append(stopped, id)
+		}
+	}
+	for id := range h.broken {
+		broken = append(broken, id)
+	}
+	switch {
+	case h.readable > 0 && len(stopped)+len(broken) >= h.readable:
+		sort.Strings(stopped)
+		sort.Strings(broken)
+		var parts []string
+		if len(stopped) > 0 {
+			parts = append(parts, fmt.Sprintf("%d stopped on a checkpoint the shard cannot hold (%s; kinesis_shard_stopped)", len(stopped), strings.Join(stopped, ", ")))
+		}
+		if len(broken) > 0 {
+			parts = append(parts, fmt.Sprintf("%d not read because what is stored for them cannot be read (%s; kinesis_broken_checkpoints)", len(broken), strings.Join(broken, ", ")))
+		}
+		return fmt.Sprintf("stream %s: no shard can be read: %s; the errors logged for each name the fix (benthos-kinesis checkpoint set)", name, strings.Join(parts, ", "))
+	case !h.failing.IsZero() && now.Sub(h.failing) >= listingFailsFor && h.reading == 0:
+		return fmt.Sprintf("stream %s: its shards cannot be listed for %v and none is read: %v", name, now.Sub(h.failing).Round(time.Second), h.err)
+	}
+	return ""
+}
+
+// inputHealth is the input's verdict, looked at every healthEvery.
+type inputHealth struct {
+	mu  sync.Mutex
+	why string // "" while something can be read
+	// down is signalled when the input turns unreadable.
+	down chan struct{}
+}
+
+func newInputHealth() *inputHealth { return &inputHealth{down: make(chan struct{}, 1)} }
+
+func (h *inputHealth) reason() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.why
+}
+
+func (h *inputHealth) set(why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if why != "" && h.why == "" {
+		select {
+		case h.down <- struct{}{}:
+		default:
+		}
+	}
+	h.why = why
+}
+
+// watchHealth looks every healthEvery whether any stream can be read.
+func (in *kinesisInput) watchHealth(ctx context.Context, streams []*streamReader) {
+	tick := time.NewTicker(healthEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			var whys []string
+			for _, s := range streams {
+				why := s.health.unreadable(s.name, now)
+				if why == "" {
+					whys = nil
+					break
+				}
+				whys = append(whys, why)
+			}
+			in.health.set(strings.Join(whys, "; "))
+		}
+	}
+}
+
+// errUnreadable is what Connect answers while no stream can be read.
+var errUnreadable = errors.New("the input cannot read anything")
+
+// awaitReadable waits, in a Connect after ReadBatch said the input is not
+// connected, until a stream can be read again: nil then, or, after
+// reconnectWait, an error that says why none can.
+func (in *kinesisInput) awaitReadable(ctx context.Context) error {
+	deadline := time.NewTimer(reconnectWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(healthEvery / 4)
+	defer tick.Stop()
+	for {
+		why := in.health.reason()
+		if why == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-in.ctx.Done():
+			return service.ErrEndOfInput
+		case <-deadline.C:
+			return fmt.Errorf("%w: %s", errUnreadable, why)
+		case <-tick.C:
+		}
+	}
+}
