@@ -351,3 +351,32 @@ func logLines(logs *syncBuf, words ...string) []string {
 	}
 	return out
 }
+
+// editFileCheckpoints loads the stream's checkpoints from the directory,
+// lets edit change them, and saves them, as `checkpoint set` does.
+func editFileCheckpoints(t testing.TB, dir, arn string, edit func(*checkpoint.Stream)) {
+	t.Helper()
+	store, err := checkpoint.OpenFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := store.Load(context.Background(), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&st)
+	if err := store.Save(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setFilePosition sets a shard's stored position in the directory.
+func setFilePosition(t testing.TB, dir, arn, shardID, seq string) {
+	t.Helper()
+	editFileCheckpoints(t, dir, arn, func(st *checkpoint.Stream) {
+		cp := st.Shards[shardID]
+		cp.Position = &checkpoint.Position{Sequence: seq}
+		st.Shards[shardID] = cp
+	})
+}

@@ -1,7 +1,6 @@
 package input
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -109,21 +107,7 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	}
 	setPosition := func(seq string) {
 		t.Helper()
-		store, err := checkpoint.OpenFile(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		st, err := store.Load(context.Background(), arn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp := st.Shards[shard0]
-		cp.Position = &checkpoint.Position{Sequence: seq}
-		st.Shards[shard0] = cp
-		if err := store.Save(context.Background(), st); err != nil {
-			t.Fatal(err)
-		}
+		setFilePosition(t, dir, arn, shard0, seq)
 	}
 	setPosition(bad)
 
@@ -191,22 +175,8 @@ func TestNotReadyWhileNoShardCanBeRead(t *testing.T) {
 	}
 	p.Stop(t)
 
-	store, err := checkpoint.OpenFile(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Load(context.Background(), arn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bad := strings.Repeat("9", 56)
-	cp := st.Shards[shard0]
-	cp.Position = &checkpoint.Position{Sequence: bad}
-	st.Shards[shard0] = cp
-	if err := store.Save(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
+	setFilePosition(t, dir, arn, shard0, bad)
 
 	logs := &inputtest.Logs{}
 	mux2 := http.NewServeMux()

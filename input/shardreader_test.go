@@ -223,19 +223,9 @@ func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	}
 
 	// What `checkpoint set --shard shard0 --to-trim-horizon` writes.
-	f, err := checkpoint.OpenFile(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := f.Load(context.Background(), arn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Shards[shard0] = checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}
-	if err := f.Save(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	editFileCheckpoints(t, dir, arn, func(st *checkpoint.Stream) {
+		st.Shards[shard0] = checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}
+	})
 
 	out2 := &inputtest.Collector{}
 	p = inputtest.StartPipeline(t, conf, out2)
