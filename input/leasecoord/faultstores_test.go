@@ -179,3 +179,39 @@ func (f *flakyStore) Ask(ctx context.Context, s lease.Shard, me, nonce string) e
 	}
 	return err
 }
+
+// staleScans is a lease table whose scans, once frozen, answer with the
+// scan made then (an eventually consistent scan behind the writes), and
+// whose Takes lose their answer when loseTakes is set.
+type staleScans struct {
+	lease.Store
+	mu        sync.Mutex
+	frozen    *lease.Scan
+	loseTakes atomic.Bool
+}
+
+func (s *staleScans) freeze(ctx context.Context, streamARN string) error {
+	sc, err := s.Store.Scan(ctx, streamARN)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = &sc
+	return err
+}
+
+func (s *staleScans) Scan(ctx context.Context, streamARN string) (lease.Scan, error) {
+	s.mu.Lock()
+	frozen := s.frozen
+	s.mu.Unlock()
+	if frozen != nil {
+		return *frozen, nil
+	}
+	return s.Store.Scan(ctx, streamARN)
+}
+
+func (s *staleScans) Take(ctx context.Context, it lease.Shard, me, nonce string) (lease.Shard, error) {
+	got, err := s.Store.Take(ctx, it, me, nonce)
+	if s.loseTakes.Load() {
+		return lease.Shard{}, context.DeadlineExceeded
+	}
+	return got, err
+}
