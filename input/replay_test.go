@@ -155,7 +155,7 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 // readers by sending on out.
 func replayTestInput(replay bool) *kinesisInput {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays()}
+	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays(), health: newInputHealth()}
 }
 
 func replayTestBatch(data string) service.MessageBatch {
