@@ -189,7 +189,13 @@ func (s *simStore) Take(ctx context.Context, sh lease.Shard, me, nonce string) (
 
 func (s *simStore) Ask(ctx context.Context, sh lease.Shard, me, nonce string) error {
 	_, err := simCall(s, ctx, "Ask", func() (struct{}, error) {
-		return struct{}{}, s.t.mem.Ask(context.Background(), sh, me, nonce)
+		err := s.t.mem.Ask(context.Background(), sh, me, nonce)
+		if err == nil {
+			asked := sh
+			asked.HandoffTo, asked.HandoffNonce = me, nonce
+			s.t.onApplied(s.p, "Ask", sh, asked, lease.Write{})
+		}
+		return struct{}{}, err
 	})
 	return err
 }

@@ -87,6 +87,8 @@ type simFleet struct {
 	readAt  map[simKey]time.Time
 	ended   map[simKey]bool
 	endedAt []time.Time
+	// askedAt is when each shard's lease was last asked for.
+	askedAt map[simKey]time.Time
 
 	calmFrom, end time.Time
 	moves         []simMove
@@ -110,6 +112,7 @@ type simMove struct {
 	shard    string
 	from, to string
 	how      string
+	asked    time.Time // a handover's ask: when the move was decided
 }
 
 // note records a line of the simulation's own in the log.
@@ -227,11 +230,13 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 		f.readAt[k] = f.w.now // progress: the lease changed hands
 	}
 	switch {
+	case op == "Ask":
+		f.askedAt[k] = f.w.now
 	case op == "Take" && before.Owner != "" && !(before.Owner == p.name && before.OwnerNonce == p.nonce):
 		f.excuses[k] = append(f.excuses[k], f.w.now)
-		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, before.Owner, p.name, "expired"})
+		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, before.Owner, p.name, "expired", time.Time{}})
 	case op == "Take" && before.Owner == "":
-		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, "", p.name, "free"})
+		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, "", p.name, "free", time.Time{}})
 	case op == "Hold" && after.Checkpoint.Ended:
 		f.ended[k] = true
 		f.endedAt = append(f.endedAt, f.w.now)
@@ -239,7 +244,7 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 		if unsettled() {
 			f.excuses[k] = append(f.excuses[k], f.w.now)
 		}
-		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, p.name, w.HandOver, "handover"})
+		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, p.name, w.HandOver, "handover", f.askedAt[k]})
 	case op == "Replace":
 		// An item replaced for a stream created again takes its lease from
 		// its holder, whatever it had acknowledged since its checkpoint
@@ -350,7 +355,9 @@ func (f *simFleet) healthy(from, to time.Time) *simProc {
 }
 
 // checkCalm checks that leases settle in the calm, once the loads stay
-// (from its start, or the last end of a shard in it): no lease moves back
+// (from its start, or the last end of a shard in it; a handover asked for
+// before then was decided on the loads before it, and does not count):
+// no lease moves back
 // to a process it left (every move by load leaves its asker clearly
 // lighter than its giver was, so one back would need the loads to change
 // by more than the margin twice), and none moves more than twice.
@@ -363,7 +370,7 @@ func (f *simFleet) checkCalm() error {
 	}
 	moved := map[string][]simMove{}
 	for _, m := range f.moves {
-		if m.at.Before(from) || m.how == "free" {
+		if m.at.Before(from) || m.how == "free" || (m.how == "handover" && m.asked.Before(from)) {
 			continue
 		}
 		for _, h := range moved[m.shard] {
@@ -404,7 +411,7 @@ func runSchedule(seed uint64, debug bool) simResult {
 	}
 	f := &simFleet{w: w, log: &simLog{w: w, level: lv, keep: keep}, period: 2 * time.Second, commitPeriod: time.Second,
 		out: map[simKey]map[int64][]simHandOut{}, ackedTo: map[simKey]int64{}, acks: map[simKey]map[int64]bool{},
-		excuses: map[simKey][]time.Time{}, readAt: map[simKey]time.Time{}, ended: map[simKey]bool{}, rates: map[string]float64{},
+		excuses: map[simKey][]time.Time{}, askedAt: map[simKey]time.Time{}, readAt: map[simKey]time.Time{}, ended: map[simKey]bool{}, rates: map[string]float64{},
 		gens: []*simGen{nil}, recreatedAt: w.now.Add(-time.Hour)}
 	f.handOutEvery = f.period / 8
 	f.table = &simTable{mem: lease.NewMemory(), onApplied: f.applied}
