@@ -259,7 +259,7 @@ func (b *loadBook) lighter(x, y string) int {
 
 // bestAsk returns the lease asker asks for next: of the most loaded holder
 // with a lease worth moving to it, the one whose move leaves the two
-// closest.
+// closest; none while a closer move by load waits out its lease's dwell.
 func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
@@ -272,13 +272,27 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 	for _, g := range givers {
 		var best claim
 		gap := math.Inf(1)
-		alike := b.alike(g, asker)
+		byCount := b.unsure[asker] || b.unsure[g] || b.alike(g, asker)
+		// The closest a move by load would leave the two but for a lease's
+		// dwell: a lesser move is not made meanwhile, since once the dwell
+		// is over the better one follows and the lesser lease has to come
+		// back (sim seed 90928: i1 asked i0 for a light lease while i0's
+		// heavy one dwelt, then the heavy one moved, then the light one
+		// went back 11 s on).
+		waits := math.Inf(1)
+		if !byCount {
+			for _, c := range b.askable[g] {
+				if l := b.weight(c); c.dwelling && l > 0 && a+l <= b.load[g]-b.margin {
+					waits = min(waits, math.Abs(b.load[g]-l-(a+l)))
+				}
+			}
+		}
 		// A lease that moved within the dwell is asked for (by count) only
 		// when no other will do.
 		for _, dwelling := range []bool{false, true} {
 			for _, c := range b.askable[g] {
 				l := b.weight(c)
-				if c.dwelling != dwelling || !b.worthMoving(c, g, asker, b.unsure[asker] || b.unsure[g] || alike) {
+				if c.dwelling != dwelling || !b.worthMoving(c, g, asker, byCount) {
 					continue
 				}
 				if d := math.Abs(b.load[g] - l - (a + l)); d < gap || (d == gap && c.shard < best.shard) {
@@ -286,6 +300,9 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 				}
 			}
 			if !math.IsInf(gap, 1) {
+				if !dwelling && waits < gap {
+					return claim{}, false
+				}
 				return best, true
 			}
 		}

@@ -609,3 +609,27 @@ func TestBalanceLoadNoise(t *testing.T) {
 		})
 	}
 }
+
+// TestBalanceLoadWaitsForTheBetterMove: i0 reads three shards (1.0, 13.0
+// and 9.6 KB/s), i1 two (7.3 and 2.2); the 9.6 one changed hands lately and
+// dwells. Moving it would leave the two closest (14.0 against 19.1). i1
+// does not ask for the light 1.0 one meanwhile (22.5 against 10.5): once
+// the dwell is over the heavy one moves, and the light one would have to
+// move back (sim seed 90928: it did, 11 s on, in the calm).
+func TestBalanceLoadWaitsForTheBetterMove(t *testing.T) {
+	live := map[string]bool{"i0": true, "i1": true}
+	claims := []claim{
+		{shard: "s0", owner: "i0", load: 1015, measured: true},
+		{shard: "s1", owner: "i0", load: 12953, measured: true},
+		{shard: "s2", owner: "i1", load: 7289, measured: true, dwelling: true},
+		{shard: "s3", owner: "i1", load: 2173, measured: true, dwelling: true},
+		{shard: "s4", owner: "i0", load: 9590, measured: true, dwelling: true},
+	}
+	if _, ask := balanceLoad("i1", claims, live, 4); len(ask) != 0 {
+		t.Fatalf("i1 asked for %v while the better move (s4) dwelt; want nothing yet", shards(ask))
+	}
+	claims[4].dwelling = false
+	if _, ask := balanceLoad("i1", claims, live, 4); !slices.Equal(shards(ask), []string{"s4"}) {
+		t.Fatalf("with s4's dwell over, i1 asked for %v; want s4", shards(ask))
+	}
+}

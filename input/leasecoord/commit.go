@@ -160,6 +160,7 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 	}
 	c.book.wrote(w, it, sent)
 	if w.w.Release {
+		c.view.released(it, c.clock.Now())
 		if w.cp.Ended {
 			// The end is durable: the children may be read. Not in the
 			// positions of a stream created again since it was sent.
@@ -192,6 +193,7 @@ func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite
 // now.
 func (c *leaseCoordinator) asked(ctx context.Context, it lease.Shard) *leaseWrite {
 	if it.HandoffTo == "" {
+		c.view.askGone(it.ShardID)
 		return nil
 	}
 	now := c.clock.Now()

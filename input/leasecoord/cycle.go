@@ -360,6 +360,7 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 	}
 	c.st.Log.Debugf("stream %s shard %s: took its lease (%s) at %s", c.st.Name, it.ShardID, from, describeCheckpoint(got.Checkpoint))
 	load, measured := c.view.seedLoad(it.ShardID)
+	c.view.askGone(got.ShardID) // a take removes the ask
 	c.book.took(got, sent, epoch, load, measured)
 	c.pos.SetIn(epoch, got.ShardID, got.Checkpoint)
 	return true

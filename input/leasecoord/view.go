@@ -165,6 +165,9 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	items := map[string]lease.Shard{}
 	for _, it := range sc.Shards {
 		items[it.ShardID] = it
+		if it.HandoffTo == "" {
+			delete(v.asks, it.ShardID) // see askGone
+		}
 		old, ok := v.items[it.ShardID]
 		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce || old.Counter != it.Counter {
 			v.since[it.ShardID] = now
@@ -469,6 +472,34 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 	}
 	sortWorkers(dead)
 	return dead
+}
+
+// released takes in an item as this process's release of its lease left
+// it, answered at now (handed over, or freed): changed then, whatever the
+// next scan shows. The giver's scans may fail for a while after: a lease
+// handed to an asker that died before taking it up expires a lease period
+// after the handover, not after the giver's next good scan. No one's grant
+// starts at this write (one who takes the lease up bumps its counter,
+// which a later scan shows as a change), so it fences nothing.
+func (v *leaseView) released(it lease.Shard, now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.items[it.ShardID]; !ok {
+		return // not scanned yet (or no longer there): the next scan tells
+	}
+	delete(v.asks, it.ShardID)
+	v.items[it.ShardID] = it
+	v.since[it.ShardID], v.owned[it.ShardID] = now, now
+}
+
+// askGone forgets the ask seen on a lease whose item, as this process
+// wrote, took or scanned it, carries none: a later ask, even by the same
+// process, is another, first seen when seen, and the asker's item read
+// alone before it proves nothing of it.
+func (v *leaseView) askGone(shardID string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.asks, shardID)
 }
 
 // forget drops a worker removed from the table as dead: its process stays
