@@ -212,8 +212,9 @@ func TestLintRules(t *testing.T) {
 // line naming a field (the first lint line may be another mistake of the
 // config than run's first: a whole-config rule reports first). Before, 27 configs passed lint and were refused by run at
 // once. (Values of the wrong YAML type, such as strict_order: sure, are
-// the exception: Benthos's linter skips a component's lint rules when it
-// cannot convert a value, and run names the field.)
+// refused by the CLI's lint (CLIOpt, TestLintRefusesValuesOfTheWrongType):
+// Benthos's linter skips a component's lint rules when it cannot convert a
+// value.)
 func TestLintRefusesWhatRunRefuses(t *testing.T) {
 	t.Parallel()
 	env := service.NewEnvironment()

@@ -45,39 +45,8 @@ const digestVersion = "build"
 
 // pipelineDigest is the digest of the running config's parts, set by the
 // CLI option as the config is read; nil when unknown (the input was not
-// started by a CLI with CLIOptComparePipelines).
+// started by a CLI with CLIOpt).
 var pipelineDigest atomic.Pointer[map[string]string]
-
-// CLIOptComparePipelines lets the instances of one lease group compare
-// their pipeline configs (see checkpoint.dynamodb.group): a Benthos CLI
-// built with it has each instance publish a digest of its config in the
-// lease table, and report any instance of its group whose digest differs.
-// The benthos-kinesis binary uses it.
-func CLIOptComparePipelines() service.CLIOptFunc {
-	var files configFiles
-	atRun := service.CLIOptCustomRunFlags(nil, func(c *ucli.Context) error {
-		files = runFiles(c)
-		return nil
-	})
-	onParse := service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
-		pipelineDigest.Store(nil)
-		d, err := digestFiles(files)
-		if err != nil || d == nil {
-			// Not from files this process can name (streams mode, a
-			// default path), or not readable again: the parsed config's.
-			var ok bool
-			if d, ok = safeDigest(pc); !ok {
-				return nil
-			}
-		}
-		pipelineDigest.Store(&d)
-		return nil
-	})
-	return func(b *service.CLIOptBuilder) {
-		atRun(b)
-		onParse(b)
-	}
-}
 
 // configFiles are the files a run reads its config from: the main config
 // and the resources files (globs), as given on the command line.

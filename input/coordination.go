@@ -157,7 +157,7 @@ func (l *leaseConfig) open(ctx context.Context, conf config, cfg aws.Config, log
 	digest := currentDigest()
 	switch {
 	case digest == nil:
-		log.Infof("the instances of %s do not compare their pipeline configs: this binary does not publish them (a Benthos binary of your own adds input.CLIOptComparePipelines())", where)
+		log.Infof("the instances of %s do not compare their pipeline configs: this binary does not publish them (a Benthos binary of your own adds input.CLIOpt())", where)
 	case digest["input"] == "":
 		log.Infof("the instances of %s do not compare their pipeline configs: the main config holds no input (streams mode)", where)
 		digest = nil

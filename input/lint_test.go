@@ -1,6 +1,7 @@
 package input
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,5 +72,47 @@ func TestLintLeavesFilesToRun(t *testing.T) {
 		indent("streams: [a]\nreader: polling\ntls: {enabled: true, root_cas_file: /nonexistent/ca.pem}") + "\noutput:\n  drop: {}\n")
 	if err != nil {
 		t.Fatalf("lint refused a config for a certificate file it cannot see: %v", err)
+	}
+}
+
+// TestLintRefusesValuesOfTheWrongType: values of the wrong YAML type (the
+// three of the bad-input round two that lint passed and run refused) are
+// found by the CLI's lint (typeLints, through CLIOpt) at their line, naming
+// the field, at any depth of a config file; run refuses each too. A value
+// that refers to an environment variable is left to run, and a config of
+// the right types has none.
+func TestLintRefusesValuesOfTheWrongType(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ conf, want string }{
+		{"strict_order: sure", `(3,19) field strict_order: sure is a string; expected a bool (true or false)`},
+		{"polling: { limit: many }", `(3,23) field polling.limit: many is a string; expected an integer`},
+		{"checkpoint: { limit: '100' }", `(3,26) field checkpoint.limit: "100" is a quoted string; expected an integer`},
+		{"efo: { deregister_on_close: 'true' }", `field efo.deregister_on_close: "true" is a quoted string; expected a bool`},
+	} {
+		t.Run(c.conf, func(t *testing.T) {
+			if _, err := newTestInput(t, "streams: [a]\nreader: polling\n"+c.conf); err == nil {
+				t.Fatalf("run took %q", c.conf)
+			}
+			doc := "input:\n  aws_kinesis_streams:\n    " + c.conf + "\n    streams: [a]\noutput:\n  drop: {}\n"
+			lints := typeLints([]byte(doc))
+			if len(lints) != 1 || !strings.Contains(fmt.Sprintf("(%d,%d) %s", lints[0].line, lints[0].column, lints[0].what), c.want) {
+				t.Fatalf("lints %+v, want one with %q", lints, c.want)
+			}
+			// Under a broker, among resources: found all the same.
+			nested := "input:\n  broker:\n    inputs:\n      - aws_kinesis_streams:\n          " + c.conf + "\ninput_resources:\n  - label: k\n    aws_kinesis_streams:\n      " + c.conf + "\n"
+			if got := typeLints([]byte(nested)); len(got) != 2 {
+				t.Errorf("nested: lints %+v, want two", got)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"strict_order: true\npolling: { limit: 100 }\ncheckpoint: { limit: 5, dynamodb: { table: t, steal_limit: 2 } }",
+		"strict_order: ${STRICT:true}\npolling: { limit: '${LIMIT}' }",
+		"batching: { count: 10, processors: [ { bloblang: 'root = this' } ] }",
+	} {
+		doc := "input:\n  aws_kinesis_streams:\n" + indent(ok) + "\noutput:\n  drop: {}\n"
+		if got := typeLints([]byte(doc)); len(got) != 0 {
+			t.Errorf("lints of a config of the right types (%q): %+v", ok, got)
+		}
 	}
 }

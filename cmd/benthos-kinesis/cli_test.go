@@ -84,6 +84,13 @@ output:
 		{args: []string{"lint", leases("nameless", "{ dynamodb: { table: '' } }")}, wantErr: true, want: []string{"field checkpoint.dynamodb.table: a lease table needs a table name"}},
 		{args: []string{"lint", leases("both", "{ dir: /tmp/cp, dynamodb: { table: leases } }")}, wantErr: true, want: []string{"field checkpoint.dir: is set together with checkpoint.dynamodb"}},
 		{args: []string{"lint", leases("moved", "{ dir: /tmp/cp }\n    checkpoint_limit: 5\n    dynamodb: { table: t1 }")}, wantErr: true, want: []string{"field checkpoint_limit: is a field of aws_kinesis or a KCL setting; here: checkpoint.limit", "field dynamodb: is a field of aws_kinesis or a KCL setting; here: checkpoint.dynamodb"}},
+		// Values of the wrong YAML type, which Benthos's linter passed and
+		// run refused; Benthos's own lints of the file are printed too.
+		{args: []string{"lint", leases("sure", "{ dir: /tmp/cp }\n    strict_order: sure")}, wantErr: true, want: []string{"sure.yaml(7,19) field strict_order: sure is a string; expected a bool (true or false)"}},
+		{args: []string{"lint", leases("many", "{ dir: /tmp/cp }\n    polling: { limit: many }")}, wantErr: true, want: []string{"field polling.limit: many is a string; expected an integer"}},
+		{args: []string{"lint", filepath.Join(dir, "*.yaml")}, wantErr: true, want: []string{"field polling.limit: many is a string", "field strict_order: sure"}},
+		{args: []string{"lint", leases("quoted", "{ dir: /tmp/cp, limit: '100' }\n    no_such_field: 1")}, wantErr: true, want: []string{"field checkpoint.limit: \"100\" is a quoted string; expected an integer", "field no_such_field not recognised"}},
+		{args: []string{"lint", leases("variable", "{ dir: /tmp/cp, limit: '${LIMIT:100}' }")}},
 		{args: []string{"echo", good}, want: []string{"SECRET_SCRUBBED", "AKID"}, not: []string{"topsecret", "sessiontoken"}},
 		// Before, echo showed an endpoint's password, and the lint passed
 		// a table name DynamoDB refuses.

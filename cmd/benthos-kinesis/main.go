@@ -36,7 +36,8 @@ func main() {
 		service.CLIOptSetVersion(version, dateBuilt),
 		service.CLIOptAddCommand(efoCommand()),
 		service.CLIOptAddCommand(checkpointCommand()),
-		// Instances of one lease group compare their pipeline configs.
-		input.CLIOptComparePipelines(),
+		// Instances of one lease group compare their pipeline configs, and
+		// lint refuses values of the input's config of the wrong type.
+		input.CLIOpt(),
 	)
 }

@@ -1,0 +1,148 @@
+package input
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// CLIOpt is what a Benthos CLI needs of this input beyond its plugin:
+//
+//   - the instances of one lease group compare their pipeline configs (see
+//     checkpoint.dynamodb.group): each publishes a digest of its config in
+//     the lease table, and reports any instance of its group whose digest
+//     differs;
+//   - lint refuses a value of the input's config that its field's type
+//     cannot take (strict_order: sure, checkpoint.limit: '100'), which
+//     Benthos's linter passes and run refuses.
+//
+// The benthos-kinesis binary uses it; so should a Benthos binary of your
+// own that holds this input.
+func CLIOpt() service.CLIOptFunc {
+	var files configFiles
+	atRun := service.CLIOptCustomRunFlags(nil, func(c *ucli.Context) error {
+		if c.Command != nil && c.Command.Name == "lint" {
+			return lintTypes(c)
+		}
+		files = runFiles(c)
+		return nil
+	})
+	onParse := service.CLIOptOnConfigParse(func(pc *service.ParsedConfig) error {
+		pipelineDigest.Store(nil)
+		d, err := digestFiles(files)
+		if err != nil || d == nil {
+			// Not from files this process can name (streams mode, a
+			// default path), or not readable again: the parsed config's.
+			var ok bool
+			if d, ok = safeDigest(pc); !ok {
+				return nil
+			}
+		}
+		pipelineDigest.Store(&d)
+		return nil
+	})
+	return func(b *service.CLIOptBuilder) {
+		atRun(b)
+		onParse(b)
+	}
+}
+
+// lintTypes runs, before Benthos's lint, the type checks of the input's
+// configs in the files lint was given (typeLints). With none found, lint
+// goes on as Benthos's; otherwise every lint of those files is printed,
+// Benthos's included, as Benthos prints them, and lint fails.
+func lintTypes(c *ucli.Context) error {
+	type found struct {
+		path         string
+		line, column int
+		what         string
+	}
+	targets := lintTargets(c)
+	var out []found
+	docs := map[string][]byte{}
+	for _, p := range targets {
+		doc, err := os.ReadFile(p)
+		if err != nil || bytes.HasPrefix(doc, []byte("# BENTHOS LINT DISABLE")) {
+			continue // Benthos's lint says why it cannot read it
+		}
+		docs[p] = doc
+		for _, l := range typeLints(doc) {
+			out = append(out, found{p, l.line, l.column, l.what})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	linter := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
+		SetRejectDeprecated(c.Bool("deprecated")).SetRequireLabels(c.Bool("labels")).SetSkipEnvVarCheck(c.Bool("skip-env-var-check"))
+	for _, p := range targets {
+		doc, ok := docs[p]
+		if !ok {
+			continue
+		}
+		lints, err := linter.LintYAML(doc)
+		if err != nil {
+			out = append(out, found{p, 1, 1, err.Error()})
+		}
+		for _, l := range lints {
+			out = append(out, found{p, l.Line, l.Column, l.What})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b found) int {
+		return cmp.Or(cmp.Compare(slices.Index(targets, a.path), slices.Index(targets, b.path)), cmp.Compare(a.line, b.line), cmp.Compare(a.column, b.column))
+	})
+	w := io.Writer(os.Stderr)
+	if c.App != nil && c.App.ErrWriter != nil {
+		w = c.App.ErrWriter
+	}
+	for _, l := range slices.Compact(out) {
+		fmt.Fprintf(w, "%s(%d,%d) %s\n", l.path, l.line, l.column, l.what)
+	}
+	return errors.New("lint errors")
+}
+
+// lintTargets are the files lint reads, as Benthos's lint finds them: its
+// arguments (globs, and paths ending in ... walked for .yaml and .yml
+// files), -c and the -r globs.
+func lintTargets(c *ucli.Context) []string {
+	var targets []string
+	for _, arg := range c.Args().Slice() {
+		if root, ok := strings.CutSuffix(arg, "..."); ok {
+			_ = filepath.WalkDir(cmp.Or(root, "."), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && (filepath.Ext(p) == ".yaml" || filepath.Ext(p) == ".yml") {
+					targets = append(targets, p)
+				}
+				return nil
+			})
+			continue
+		}
+		if paths, err := filepath.Glob(arg); err == nil && len(paths) > 0 {
+			targets = append(targets, paths...)
+		}
+	}
+	if conf := c.String("config"); conf != "" {
+		targets = append(targets, conf)
+	}
+	for _, glob := range c.StringSlice("resources") {
+		if paths, err := filepath.Glob(glob); err == nil {
+			targets = append(targets, paths...)
+		}
+	}
+	var out []string
+	for _, p := range targets {
+		if filepath.Ext(p) != ".md" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
