@@ -15,8 +15,9 @@ import (
 // Whether the input can read at all. Benthos's /ready answers false while
 // an input is not connected: when no stream can be read (every shard it
 // would read stopped on a position the shard cannot hold or on stored
-// state that cannot be read, or its shards cannot be listed for a while
-// with no reader left), ReadBatch says the input is not connected, and
+// state that cannot be read, or its shards cannot be listed, or its
+// checkpoints stored (a lease table out of reach), for a while with no
+// reader left), ReadBatch says the input is not connected, and
 // Connect answers, until something can be read again, with an error that
 // says why (Benthos logs it at ERROR each time it tries).
 
@@ -24,6 +25,11 @@ const (
 	// listingFailsFor is how long a stream's listing fails, with no shard
 	// of it read, before the stream counts as unreadable.
 	listingFailsFor = 30 * time.Second
+	// storeFailsFor is how long storing a stream's checkpoints fails (with
+	// a lease table: its heartbeats and lease writes, so its leases lapse
+	// and its readers stop), with no shard of it read, before the stream
+	// counts as unreadable.
+	storeFailsFor = 30 * time.Second
 	// healthEvery is how often the input looks.
 	healthEvery = time.Second
 	// reconnectWait is how long Connect waits for a stream to become
@@ -49,6 +55,10 @@ type streamHealth struct {
 	// succeeded), err why.
 	failing time.Time
 	err     error
+	// storeFailing is when storing its checkpoints started failing (zero:
+	// the last commit succeeded), storeErr why.
+	storeFailing time.Time
+	storeErr     error
 }
 
 func (h *streamHealth) setStopped(shardID string, stopped bool) {
@@ -84,6 +94,20 @@ func (h *streamHealth) listed(now time.Time, err error) {
 	}
 }
 
+// committed records the outcome of a commit at now.
+func (h *streamHealth) committed(now time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil:
+		h.storeFailing, h.storeErr = time.Time{}, nil
+	case h.storeFailing.IsZero():
+		h.storeFailing, h.storeErr = now, err
+	default:
+		h.storeErr = err
+	}
+}
+
 // unreadable says why stream name cannot be read at now, or "".
 func (h *streamHealth) unreadable(name string, now time.Time) string {
 	h.mu.Lock()
@@ -111,6 +135,8 @@ func (h *streamHealth) unreadable(name string, now time.Time) string {
 		return fmt.Sprintf("stream %s: no shard can be read: %s; the errors logged for each name the fix (benthos-kinesis checkpoint set)", name, strings.Join(parts, ", "))
 	case !h.failing.IsZero() && now.Sub(h.failing) >= listingFailsFor && h.reading == 0:
 		return fmt.Sprintf("stream %s: its shards cannot be listed for %v and none is read: %v", name, now.Sub(h.failing).Round(time.Second), h.err)
+	case !h.storeFailing.IsZero() && now.Sub(h.storeFailing) >= storeFailsFor && h.reading == 0:
+		return fmt.Sprintf("stream %s: its checkpoints cannot be stored for %v and none of its shards is read: %v", name, now.Sub(h.storeFailing).Round(time.Second), h.storeErr)
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ func TestStreamHealth(t *testing.T) {
 		readable, reading int
 		stopped, broken   []string
 		listingFailed     time.Duration // ago; 0: the last listing succeeded
+		storeFailed       time.Duration // ago; 0: the last commit succeeded
 		want              []string      // in the reason; none: readable
 	}{
 		{name: "every shard read", readable: 2, reading: 2},
@@ -32,6 +33,11 @@ func TestStreamHealth(t *testing.T) {
 		{name: "the listing fails briefly", listingFailed: listingFailsFor / 2},
 		{name: "the listing fails long, nothing read", listingFailed: time.Minute,
 			want: []string{"stream orders: its shards cannot be listed for 1m0s and none is read: ResourceNotFoundException"}},
+		// A lease table out of reach: the leases lapse, the readers stop.
+		{name: "commits fail, a reader reads", readable: 1, reading: 1, storeFailed: time.Minute},
+		{name: "commits fail briefly, nothing read", readable: 1, storeFailed: storeFailsFor / 2},
+		{name: "commits fail long, nothing read", readable: 2, storeFailed: 40 * time.Second,
+			want: []string{"stream orders: its checkpoints cannot be stored for 40s and none of its shards is read: lease table: dial tcp 127.0.0.1:8000: connection refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h streamHealth
@@ -47,6 +53,10 @@ func TestStreamHealth(t *testing.T) {
 				h.listed(t0.Add(-tc.listingFailed), errors.New("ResourceNotFoundException"))
 				h.listed(t0, errors.New("ResourceNotFoundException"))
 			}
+			if tc.storeFailed > 0 {
+				h.committed(t0.Add(-tc.storeFailed), errors.New("lease table: dial tcp 127.0.0.1:8000: connection refused"))
+				h.committed(t0, errors.New("lease table: dial tcp 127.0.0.1:8000: connection refused"))
+			}
 			got := h.unreadable("orders", t0)
 			if (got == "") != (len(tc.want) == 0) {
 				t.Fatalf("unreadable: %q, want %v", got, tc.want)
@@ -56,8 +66,10 @@ func TestStreamHealth(t *testing.T) {
 					t.Errorf("unreadable: %q does not say %q", got, w)
 				}
 			}
-			// A listing that succeeds, or a shard that reads again, clears it.
+			// A listing or commit that succeeds, or a shard that reads
+			// again, clears it.
 			h.listed(t0, nil)
+			h.committed(t0, nil)
 			for _, id := range tc.stopped {
 				h.setStopped(id, false)
 			}

@@ -557,7 +557,12 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 			wg.Add(1)
 			go func() { // streams commit side by side: one slow table write holds no other stream
 				defer wg.Done()
-				if err := s.coord.Commit(ctx); err != nil && ctx.Err() == nil {
+				err := s.coord.Commit(ctx)
+				if ctx.Err() != nil {
+					return
+				}
+				s.health.committed(time.Now(), err)
+				if err != nil {
 					in.log.Errorf("%v", err)
 				}
 			}()
