@@ -185,19 +185,19 @@ func TestLintRules(t *testing.T) {
 		"streams: [a]\nreader: polling\ncheckpoint: {commit_period: -1s}":                         "field checkpoint.commit_period: -1s is too short",
 		"streams: [a]\nreader: polling\nstart_from: at_timestamp\nstart_timestamp: 2024-13-01":    "field start_timestamp: 2024-13-01 is neither an RFC 3339 time",
 		"streams: [a]\nreader: polling\npolling: {interval: 50ms}":                                "field polling.interval: 50ms is too short; expected at least 200ms",
-		"streams: [a]\nreader: polling\nmemory_limit: 64XB":                                       "field memory_limit: 64XB: expected a size in bytes",
-		"streams: [a]\nreader: polling\nmemory_limit: -5MiB":                                      "field memory_limit: -5MiB: expected a size in bytes",
+		"streams: [a]\nreader: polling\nmemory_limit: 64XB":                                       `field memory_limit: "64XB": expected a size in bytes`,
+		"streams: [a]\nreader: polling\nmemory_limit: -5MiB":                                      `field memory_limit: "-5MiB": expected a size in bytes`,
 		// Before, these four passed the lint.
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: 'bad name!'}}":             "field checkpoint.dynamodb.table: bad name!: expected a DynamoDB table name",
-		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, endpoint: 'ftp://x'}}": "field checkpoint.dynamodb.endpoint: ftp://x: expected an http or https URL",
-		"streams: [a]\nreader: polling\nendpoint: 'localhost:4568'":                               "field endpoint: localhost:4568: expected an http or https URL",
-		"streams: [a]\nreader: polling\nregion: us east 1":                                        "field region: us east 1: expected an AWS region",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, endpoint: 'ftp://x'}}": `field checkpoint.dynamodb.endpoint: "ftp://x": expected an http or https URL`,
+		"streams: [a]\nreader: polling\nendpoint: 'localhost:4568'":                               `field endpoint: "localhost:4568": expected an http or https URL`,
+		"streams: [a]\nreader: polling\nregion: us east 1":                                        `field region: "us east 1": expected an AWS region`,
 		"streams: [a]\nreader: polling\ncheckpoint: {limit: 9223372036854775807}":                 "field checkpoint.limit: 9223372036854775807: expected 1 to 2147483647",
 		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, group: 'a/b'}}":        "field checkpoint.dynamodb.group: a/b: expected a group name",
-		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, region: 'EU'}}":        "field checkpoint.dynamodb.region: EU: expected an AWS region",
+		"streams: [a]\nreader: polling\ncheckpoint: {dynamodb: {table: t1, region: 'EU'}}":        `field checkpoint.dynamodb.region: "EU": expected an AWS region`,
 	}
 	// A password in an endpoint is not shown by the lint either.
-	cases["streams: [a]\nreader: polling\nendpoint: 'ftp://user:hunter2@host'"] = "field endpoint: ftp://xxxxx@host: expected an http or https URL"
+	cases["streams: [a]\nreader: polling\nendpoint: 'ftp://user:hunter2@host'"] = `field endpoint: "ftp://user:xxxxx@host": expected an http or https URL`
 	for yaml, want := range cases {
 		sb := env.NewStreamBuilder()
 		err := sb.SetYAML("input:\n  aws_kinesis_streams:\n" + indent(yaml) + "\noutput:\n  stdout: {}\n")

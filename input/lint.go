@@ -1,8 +1,11 @@
 package input
 
 import (
+	"fmt"
 	"maps"
 	"sync"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 
 	"github.com/redpanda-data/benthos/v4/public/bloblang"
 	"gopkg.in/yaml.v3"
@@ -16,6 +19,42 @@ import (
 // does not answer) is run's alone.
 const checkMethod = "aws_kinesis_streams_config_errors"
 
+// fieldCheckMethod is the Bloblang method a field's lint rule calls with
+// the field's name, for the fields whose form run checks with a function
+// of its own: that function, so that the field's lint (at its line) refuses
+// exactly what run refuses. (Rules written in Bloblang once differed from
+// run on whitespace and upper-case schemes; the fuzz target found them.)
+const fieldCheckMethod = "aws_kinesis_streams_field_errors"
+
+// fieldChecks are the checks of fieldCheckMethod, by field, each as run's
+// parse makes it (the same function, the same message).
+var fieldChecks = map[string]func(string) error{
+	fRegion:   checkAt(fRegion, awsclient.CheckRegion),
+	fEndpoint: checkAt(fEndpoint, awsclient.CheckEndpoint),
+	fCheckpoint + "." + fDynamo + "." + fDynamoRegion:   checkAt(fCheckpoint+"."+fDynamo+"."+fDynamoRegion, awsclient.CheckRegion),
+	fCheckpoint + "." + fDynamo + "." + fDynamoEndpoint: checkAt(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint, awsclient.CheckEndpoint),
+	fMemoryLimit: func(v string) error {
+		if _, err := parseBytes(v); err != nil {
+			return fieldError(fMemoryLimit, v, "%v", err)
+		}
+		return nil
+	},
+}
+
+// checkAt words a check of an optional field as run's parse does: an
+// empty value is not checked.
+func checkAt(field string, check func(string) error) func(string) error {
+	return func(v string) error {
+		if v == "" {
+			return nil
+		}
+		if err := check(v); err != nil {
+			return fmt.Errorf("field %s: %w", field, err)
+		}
+		return nil
+	}
+}
+
 var registerCheck sync.Once
 
 // registerCheckMethod registers checkMethod in the global Bloblang
@@ -28,6 +67,30 @@ func registerCheckMethod() {
 			Description("Returns the errors the " + Name + " input's run refuses its config with (an empty array for none). The input's lint rule calls it on the input's config, so that lint and run check a config with the same code.")
 		bloblang.MustRegisterMethodV2(checkMethod, spec, func(*bloblang.ParsedParams) (bloblang.Method, error) {
 			return func(v any) (any, error) { return configErrors(v), nil }, nil
+		})
+		fieldSpec := bloblang.NewPluginSpec().
+			Category("Object & Array Manipulation").
+			Description("Returns the errors the " + Name + " input's run refuses a value of one of its fields with (an empty array for none): the field's lint rule calls it.").
+			Param(bloblang.NewStringParam("field").Description("The field's path in the input's config."))
+		bloblang.MustRegisterMethodV2(fieldCheckMethod, fieldSpec, func(args *bloblang.ParsedParams) (bloblang.Method, error) {
+			field, err := args.GetString("field")
+			if err != nil {
+				return nil, err
+			}
+			check, ok := fieldChecks[field]
+			if !ok {
+				return nil, fmt.Errorf("%s: no check of field %q", fieldCheckMethod, field)
+			}
+			return func(v any) (any, error) {
+				s, ok := v.(string)
+				if !ok {
+					return []any{}, nil // not a string: the schema's lint, or run's, says so
+				}
+				if err := check(s); err != nil {
+					return []any{err.Error()}, nil
+				}
+				return []any{}, nil
+			}, nil
 		})
 	})
 }

@@ -183,12 +183,12 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 				Description("The AWS region of the streams. Empty: the region of a stream ARN, else the AWS SDK default (AWS_REGION, the shared config).").
 				Default("").
 				Example("us-east-1").
-				LintRule(regionLint(fRegion)),
+				LintRule(fieldLint(fRegion)),
 			service.NewURLField(fEndpoint).
 				Description("A custom Kinesis endpoint URL, e.g. a local emulator. Empty: the AWS endpoint of the region. Every call to it but a fan-out subscription has to be answered within "+awsclient.KinesisCallTimeout.String()+" (the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 				Default("").
 				Example("http://127.0.0.1:4568").
-				LintRule(endpointLint(fEndpoint)).
+				LintRule(fieldLint(fEndpoint)).
 				Advanced(),
 			service.NewTLSToggledField(fTLS).
 				Description("Custom TLS settings for the endpoint, e.g. a private certificate authority. Disabled: the system's trust store, with verification.").
@@ -283,7 +283,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 						Description("The region of the table, when it is not the stream's: one table per region can serve streams of several regions. Empty: the input's region.").
 						Default("").
 						Example("eu-west-1").
-						LintRule(regionLint(fCheckpoint+"."+fDynamo+"."+fDynamoRegion)).
+						LintRule(fieldLint(fCheckpoint+"."+fDynamo+"."+fDynamoRegion)).
 						Advanced(),
 					service.NewObjectField(fCredentials, append(credentialFields(),
 						service.NewBoolField(fCredFromInput).
@@ -294,7 +294,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 					service.NewURLField(fDynamoEndpoint).
 						Description("A custom DynamoDB endpoint URL, e.g. a local DynamoDB. Its tls settings are the input's. Every call to it has to be answered within `lease_period` (at most "+awsclient.DynamoDBCallTimeout.String()+", the AWS SDK's retries included): one that is not fails with an error naming the endpoint, and is retried.").
 						Default("").
-						LintRule(endpointLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
+						LintRule(fieldLint(fCheckpoint+"."+fDynamo+"."+fDynamoEndpoint)),
 					service.NewDurationField(fDynamoLeasePeriod).
 						Description("An instance whose heartbeat (one write every third of this) and lease have not moved for this long loses the lease to another instance. Shorter: a dead instance's shards move sooner; longer: fewer DynamoDB calls (a heartbeat and a scan of the table per instance every third of it) and more slack for pauses. A dead instance's shards are read again within about 1.5 lease periods.").
 						Default("10s").
@@ -320,7 +320,7 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewStringField(fMemoryLimit).
 				Description("The memory this input may use for the records of every shard and stream it reads, set once for the container whatever the shard count. Up to half of it bounds the records in flight: those read and not yet acknowledged and those being read (by fan-out, a quarter of that half is what the subscriptions may buffer unread: each subscription's HTTP/2 window is sized so that together they fit, between 16 KiB and 1 MiB). The other half is what the Go heap grows by between collections: in the benthos-kinesis binary, unless `GOMEMLIMIT` is set, the Go runtime's soft memory limit is set to the inputs' `memory_limit` plus 24 MiB for the rest of the process, so that with the binary's own code (about 30 MiB resident) it stays within about `memory_limit` + 55 MiB of resident memory at any shard count up to the one below; a pipeline that holds much memory besides the input (a `buffer`, caches, large output batches) sets `GOMEMLIMIT` itself, to what its container allows or `off`. Each shard read also holds state of its own (goroutines, connections, buffers: about 64 KiB by polling, 80 KiB by fan-out): it comes out of the heap's half up to a quarter of `memory_limit` (about 256 shards by polling in 64 MiB, 200 by fan-out), then out of the records' part, which never goes below an eighth of `memory_limit` (the gauge kinesis_bytes_in_flight_limit is that part now); beyond half of `memory_limit` reading slows, and a warning says so; beyond 5/8 the soft limit grows by the difference, with another warning, rather than collect without pause (the warnings come once the shard count stayed put for 5 s). Give an instance at least twice its shards' own state. A shard that would go beyond the bound waits its turn instead of reading: the shard that got least so far goes first, and a shard takes at most twice its fair share (the bound over the shards read) at a time, but by polling never less than 64 KiB (or a quarter of the bound), so that shards drain a backlog together in reads worth their call. A GetRecords call asks for as many records as fit; a fan-out subscription reads its next event only once there is room for it (the HTTP/2 stream then stops the sender). A record counts its data, partition key and sequence number and 1 KiB for its decoded form and its message; a read's room comes back once all of its records are acknowledged. A read or event larger than the room taken for it takes the bound over by the difference until it is acknowledged. Records the input's own `batching` holds count once it flushes them. When shards have waited 10 s, no room came back and the pipeline is waiting for records (an output batching by count more records than the bound holds waits for records that wait for room), one read of at least a quarter of the records' part as configured goes over it, and another every 10 s while that lasts, with a warning: the pipeline never stalls for it. An output that is down or slow does not open it: the pipeline then asks for nothing. In bytes, or with a unit: `KiB`, `MiB`, `GiB` (or `KB`, `MB`, `GB`). `0`: no limit, a bound per shard only, and no soft memory limit. The gauge kinesis_bytes_in_flight is what the records hold now.").
 				Default(defaultMemoryLimit).
-				LintRule(`root = if !this.string().re_match("^ *[0-9]+ *(KiB|MiB|GiB|KB|MB|GB|B)?$") { [ "field `+fMemoryLimit+`: %v: `+bytesExpected+`".format(this.string()) ] }`).
+				LintRule(fieldLint(fMemoryLimit)).
 				Advanced(),
 			service.NewBoolField(fDeaggregate).
 				Description("Split KPL aggregated records into their user records.").
@@ -399,17 +399,13 @@ func enumLint(field string, options ...string) string {
 		strings.Join(quoted, ", "), field, strings.Join(options, ", "))
 }
 
-// regionLint is the lint rule of a region field: AWS's form of a region.
-func regionLint(field string) string {
-	return `root = if this != "" && !this.re_match("^[a-z0-9]+(-[a-z0-9]+)*$") { [ "field ` + field + `: %v: expected an AWS region such as us-east-1 (lower-case letters, digits and '-')".format(this) ] }`
-}
-
-// endpointLint is the lint rule of an endpoint URL field: http or https,
-// with a host. The value it names has the password of its user information
-// replaced, as echo shows it (the field is a URL field: Benthos scrubs a URL
-// with a password).
-func endpointLint(field string) string {
-	return fmt.Sprintf(`root = if this != "" && !this.re_match("^https?://[^/?#\\s]+([/?#].*)?$") { [ "field %s: %%v: expected an http or https URL such as http://127.0.0.1:4568".format(this.re_replace_all("://[^/?#@]*@", "://xxxxx@")) ] }`, field)
+// fieldLint is the lint rule of a field whose form run checks with a
+// function of its own (fieldChecks): that function.
+func fieldLint(field string) string {
+	if _, ok := fieldChecks[field]; !ok {
+		panic("no check of field " + field)
+	}
+	return fmt.Sprintf(`root = this.%s(%q)`, fieldCheckMethod, field)
 }
 
 // durationAtLeast is the lint rule of a duration field that must be at
