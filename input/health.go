@@ -51,14 +51,33 @@ type streamHealth struct {
 	// by the run loop.
 	readable, reading int
 	broken            map[string]bool
-	// failing is when the listing started failing (zero: the last one
-	// succeeded), err why.
-	failing time.Time
-	err     error
-	// storeFailing is when storing its checkpoints started failing (zero:
-	// the last commit succeeded), storeErr why.
-	storeFailing time.Time
-	storeErr     error
+	// listing and storing say since when listing the shards and storing
+	// the checkpoints fail.
+	listing, storing failing
+}
+
+// failing is since when a call made again and again fails (zero: the last
+// one succeeded), and why.
+type failing struct {
+	since time.Time
+	err   error
+}
+
+// record takes in the outcome of a call at now.
+func (f *failing) record(now time.Time, err error) {
+	switch {
+	case err == nil:
+		*f = failing{}
+	case f.since.IsZero():
+		*f = failing{now, err}
+	default:
+		f.err = err
+	}
+}
+
+// lasting reports whether the calls failed for at least d at now.
+func (f failing) lasting(now time.Time, d time.Duration) bool {
+	return !f.since.IsZero() && now.Sub(f.since) >= d
 }
 
 func (h *streamHealth) setStopped(shardID string, stopped bool) {
@@ -84,28 +103,14 @@ func (h *streamHealth) counted(readable, reading int, broken map[string]bool) {
 func (h *streamHealth) listed(now time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case err == nil:
-		h.failing, h.err = time.Time{}, nil
-	case h.failing.IsZero():
-		h.failing, h.err = now, err
-	default:
-		h.err = err
-	}
+	h.listing.record(now, err)
 }
 
 // committed records the outcome of a commit at now.
 func (h *streamHealth) committed(now time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case err == nil:
-		h.storeFailing, h.storeErr = time.Time{}, nil
-	case h.storeFailing.IsZero():
-		h.storeFailing, h.storeErr = now, err
-	default:
-		h.storeErr = err
-	}
+	h.storing.record(now, err)
 }
 
 // unreadable says why stream name cannot be read at now, or "".
@@ -133,10 +138,10 @@ func (h *streamHealth) unreadable(name string, now time.Time) string {
 			parts = append(parts, fmt.Sprintf("%d not read because what is stored for them cannot be read (%s; kinesis_broken_checkpoints)", len(broken), strings.Join(broken, ", ")))
 		}
 		return fmt.Sprintf("stream %s: no shard can be read: %s; the errors logged for each name the fix (benthos-kinesis checkpoint set)", name, strings.Join(parts, ", "))
-	case !h.failing.IsZero() && now.Sub(h.failing) >= listingFailsFor && h.reading == 0:
-		return fmt.Sprintf("stream %s: its shards cannot be listed for %v and none is read: %v", name, now.Sub(h.failing).Round(time.Second), h.err)
-	case !h.storeFailing.IsZero() && now.Sub(h.storeFailing) >= storeFailsFor && h.reading == 0:
-		return fmt.Sprintf("stream %s: its checkpoints cannot be stored for %v and none of its shards is read: %v", name, now.Sub(h.storeFailing).Round(time.Second), h.storeErr)
+	case h.listing.lasting(now, listingFailsFor) && h.reading == 0:
+		return fmt.Sprintf("stream %s: its shards cannot be listed for %v and none is read: %v", name, now.Sub(h.listing.since).Round(time.Second), h.listing.err)
+	case h.storing.lasting(now, storeFailsFor) && h.reading == 0:
+		return fmt.Sprintf("stream %s: its checkpoints cannot be stored for %v and none of its shards is read: %v", name, now.Sub(h.storing.since).Round(time.Second), h.storing.err)
 	}
 	return ""
 }
