@@ -57,6 +57,11 @@ func CLIOpt() service.CLIOptFunc {
 	}
 }
 
+// CLIOptComparePipelines is CLIOpt, by its former name.
+//
+// Deprecated: use CLIOpt, which also lints the input's value types.
+func CLIOptComparePipelines() service.CLIOptFunc { return CLIOpt() }
+
 // lintTypes runs, before Benthos's lint, the type checks of the input's
 // configs in the files lint was given (typeLints). With none found, lint
 // goes on as Benthos's; otherwise every lint of those files is printed,

@@ -87,6 +87,7 @@ func TestLintRefusesValuesOfTheWrongType(t *testing.T) {
 		{"strict_order: sure", `(3,19) field strict_order: sure is a string; expected a bool (true or false)`},
 		{"polling: { limit: many }", `(3,23) field polling.limit: many is a string; expected an integer`},
 		{"checkpoint: { limit: '100' }", `(3,26) field checkpoint.limit: "100" is a quoted string; expected an integer`},
+		{"polling: { limit: '${LIMIT:100}' }", `field polling.limit: "${LIMIT:100}" is a quoted string; expected an integer`},
 		{"efo: { deregister_on_close: 'true' }", `field efo.deregister_on_close: "true" is a quoted string; expected a bool`},
 	} {
 		t.Run(c.conf, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestLintRefusesValuesOfTheWrongType(t *testing.T) {
 	}
 	for _, ok := range []string{
 		"strict_order: true\npolling: { limit: 100 }\ncheckpoint: { limit: 5, dynamodb: { table: t, steal_limit: 2 } }",
-		"strict_order: ${STRICT:true}\npolling: { limit: '${LIMIT}' }",
+		"strict_order: ${STRICT:true}\npolling: { limit: ${LIMIT} }",
 		"batching: { count: 10, processors: [ { bloblang: 'root = this' } ] }",
 	} {
 		doc := "input:\n  aws_kinesis_streams:\n" + indent(ok) + "\noutput:\n  drop: {}\n"

@@ -52,8 +52,9 @@ var typedFields = sync.OnceValue(func() map[string]string {
 
 // typeLints returns the values of every aws_kinesis_streams config in a
 // YAML document (at any depth: under a broker, among resources) that their
-// field's type cannot take. A value that refers to an environment variable
-// is left to run, which sees it filled in; a document that is no YAML is
+// field's type cannot take. A plain value that refers to an environment
+// variable is left to run, which sees it filled in (a quoted one stays a
+// string whatever the variable holds); a document that is no YAML is
 // left to Benthos's lint, which says so.
 func typeLints(doc []byte) []typeLint {
 	var root yaml.Node
@@ -88,7 +89,7 @@ func configTypeLints(conf *yaml.Node) []typeLint {
 	var lints []typeLint
 	for path, typ := range typedFields() {
 		n := lookup(conf, strings.Split(path, "."))
-		if n == nil || n.Kind != yaml.ScalarNode || strings.Contains(n.Value, "${") {
+		if n == nil || n.Kind != yaml.ScalarNode || (n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 && strings.Contains(n.Value, "${")) {
 			continue
 		}
 		var err error

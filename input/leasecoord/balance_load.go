@@ -57,6 +57,9 @@ const (
 //     a+l <= g - m/2, m the mean lease weight (the counts even out and the
 //     busier side drops by at least half an average lease, more than
 //     noise; with about equal loads this is the count rule).
+//   - An asker makes no lesser move by load while a closer one waits out
+//     its lease's dwell (it would be undone once the dwell is over): it
+//     asks nothing that pass, for at most the dwell.
 //
 // Why it settles rather than fights: judged on the table as it is (an ask
 // of me's is made only if it is worth it with no other instance's planned

@@ -484,10 +484,10 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 func (v *leaseView) released(it lease.Shard, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	delete(v.asks, it.ShardID)
 	if _, ok := v.items[it.ShardID]; !ok {
 		return // not scanned yet (or no longer there): the next scan tells
 	}
-	delete(v.asks, it.ShardID)
 	v.items[it.ShardID] = it
 	v.since[it.ShardID], v.owned[it.ShardID] = now, now
 }
