@@ -73,12 +73,18 @@ func lintTypes(c *ucli.Context) error {
 		what         string
 	}
 	targets := lintTargets(c)
-	var out []found
+	var out, unread []found
 	docs := map[string][]byte{}
 	for _, p := range targets {
 		doc, err := os.ReadFile(p)
-		if err != nil || bytes.HasPrefix(doc, []byte("# BENTHOS LINT DISABLE")) {
-			continue // Benthos's lint says why it cannot read it
+		if err != nil {
+			// Benthos's lint says so when it runs; when this one fires, it
+			// does.
+			unread = append(unread, found{p, 1, 1, fmt.Sprintf("failed to read config: %v", err)})
+			continue
+		}
+		if bytes.HasPrefix(doc, []byte("# BENTHOS LINT DISABLE")) {
+			continue
 		}
 		docs[p] = doc
 		for _, l := range typeLints(doc) {
@@ -88,6 +94,7 @@ func lintTypes(c *ucli.Context) error {
 	if len(out) == 0 {
 		return nil
 	}
+	out = append(out, unread...)
 	linter := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
 		SetRejectDeprecated(c.Bool("deprecated")).SetRequireLabels(c.Bool("labels")).SetSkipEnvVarCheck(c.Bool("skip-env-var-check"))
 	for _, p := range targets {
@@ -131,9 +138,11 @@ func lintTargets(c *ucli.Context) []string {
 			})
 			continue
 		}
-		if paths, err := filepath.Glob(arg); err == nil && len(paths) > 0 {
-			targets = append(targets, paths...)
+		paths, err := filepath.Glob(arg)
+		if err != nil || len(paths) == 0 {
+			paths = []string{arg} // not there: said as Benthos says it
 		}
+		targets = append(targets, paths...)
 	}
 	if conf := c.String("config"); conf != "" {
 		targets = append(targets, conf)

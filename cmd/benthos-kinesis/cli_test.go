@@ -90,6 +90,7 @@ output:
 		{args: []string{"lint", leases("many", "{ dir: /tmp/cp }\n    polling: { limit: many }")}, wantErr: true, want: []string{"field polling.limit: many is a string; expected an integer"}},
 		{args: []string{"lint", filepath.Join(dir, "*.yaml")}, wantErr: true, want: []string{"field polling.limit: many is a string", "field strict_order: sure"}},
 		{args: []string{"lint", leases("quoted", "{ dir: /tmp/cp, limit: '100' }\n    no_such_field: 1")}, wantErr: true, want: []string{"field checkpoint.limit: \"100\" is a quoted string; expected an integer", "field no_such_field not recognised"}},
+		{args: []string{"lint", leases("sure2", "{ dir: /tmp/cp }\n    strict_order: sure"), filepath.Join(dir, "missing.yaml")}, wantErr: true, want: []string{"field strict_order", "missing.yaml(1,1) failed to read config"}},
 		{args: []string{"lint", leases("variable", "{ dir: /tmp/cp, limit: ${LIMIT:100} }")}},
 		{args: []string{"lint", leases("quotedvariable", "{ dir: /tmp/cp, limit: '${LIMIT:100}' }")}, wantErr: true, want: []string{"field checkpoint.limit: \"${LIMIT:100}\" is a quoted string"}},
 		{args: []string{"echo", good}, want: []string{"SECRET_SCRUBBED", "AKID"}, not: []string{"topsecret", "sessiontoken"}},
