@@ -177,19 +177,15 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 	if c.Region == "" {
 		c.Region = arnRegion
 	}
-	if c.Region != "" {
-		if err := awsclient.CheckRegion(c.Region); err != nil {
-			return c, fmt.Errorf("field %s: %w", fRegion, err)
-		}
+	if err := fieldChecks[fRegion](c.Region); err != nil {
+		return c, err
 	}
 
 	if c.Endpoint, err = pc.FieldString(fEndpoint); err != nil {
 		return c, err
 	}
-	if c.Endpoint != "" {
-		if err := awsclient.CheckEndpoint(c.Endpoint); err != nil {
-			return c, fmt.Errorf("field %s: %w", fEndpoint, err)
-		}
+	if err := fieldChecks[fEndpoint](c.Endpoint); err != nil {
+		return c, err
 	}
 	if tlsConf, enabled, err := pc.FieldTLSToggled(fTLS); err != nil {
 		return c, fmt.Errorf("field %s: %w", fTLS, err)
@@ -496,10 +492,8 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	if l.Endpoint, err = pc.FieldString(fDynamoEndpoint); err != nil {
 		return nil, err
 	}
-	if l.Endpoint != "" {
-		if err := awsclient.CheckEndpoint(l.Endpoint); err != nil {
-			return nil, fmt.Errorf("field %s%s: %w", at, fDynamoEndpoint, err)
-		}
+	if err := fieldChecks[at+fDynamoEndpoint](l.Endpoint); err != nil {
+		return nil, err
 	}
 	if l.LeasePeriod, err = pc.FieldDuration(fDynamoLeasePeriod); err != nil {
 		return nil, err
@@ -537,10 +531,8 @@ func parseLeaseConfig(pc *service.ParsedConfig) (*leaseConfig, error) {
 	if l.Region, err = pc.FieldString(fDynamoRegion); err != nil {
 		return nil, err
 	}
-	if l.Region != "" {
-		if err := awsclient.CheckRegion(l.Region); err != nil {
-			return nil, fmt.Errorf("field %s%s: %w", at, fDynamoRegion, err)
-		}
+	if err := fieldChecks[at+fDynamoRegion](l.Region); err != nil {
+		return nil, err
 	}
 	if l.Creds, err = parseCredentials(pc.Namespace(fCredentials), at+fCredentials); err != nil {
 		return nil, err
