@@ -90,6 +90,15 @@ type simProc struct {
 
 func (p *simProc) pausedAt(t time.Time) bool { return t.Before(p.pausedUntil) }
 
+// pause stops p until t, or later if it is paused longer already: a second
+// pause never ends the first early (what p deferred to the end of the first
+// would then run after what it does next, acknowledgements out of order).
+func (p *simProc) pause(until time.Time) {
+	if until.After(p.pausedUntil) {
+		p.pausedUntil = until
+	}
+}
+
 // down reports whether the process no longer runs (crashed, stopped, or
 // the schedule is over).
 func (p *simProc) down() bool { return p.crashed || p.stopped || p.w.over }

@@ -505,7 +505,7 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 				if p := f.pick(victim); p != nil {
 					f.disturbed(p)
 					f.w.at(f.w.now.Add(d), "", func() { f.disturbed(p) })
-					p.pausedUntil = f.w.now.Add(d)
+					p.pause(f.w.now.Add(d))
 					p.episodes = append(p.episodes, simEpisode{"pause", f.w.now, f.w.now.Add(d)})
 					f.note(p, "paused for %v", d)
 				}
@@ -547,7 +547,7 @@ func (f *simFleet) plan(rng *rand.Rand) []string {
 				}
 				f.disturbed(p)
 				f.w.at(f.w.now.Add(pause), "", func() { f.disturbed(p) })
-				p.pausedUntil = f.w.now.Add(pause)
+				p.pause(f.w.now.Add(pause))
 				p.episodes = append(p.episodes, simEpisode{"pause", f.w.now, f.w.now.Add(pause)})
 				f.note(p, "paused for %v", pause)
 				f.newProc(p.name).start(f.w.now.Add(delay))
