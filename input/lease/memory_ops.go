@@ -75,8 +75,8 @@ func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
 }
 
 // Hold writes as the holder of a shard's lease, conditional on owner me at
-// counter (and, for a handover, on handoffTo being the taker); it moves the
-// counter. ErrLost, or ErrWithdrawn when only the handover's taker is gone.
+// counter, or at the next one with w.Nonce (and, for a handover, on
+// handoffTo being the taker); it moves the counter by one. ErrLost, or ErrWithdrawn when only the handover's taker is gone.
 func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
 	if err := m.enter(ctx, "Hold"); err != nil {
 		return Shard{}, err
@@ -84,11 +84,13 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	defer m.mu.Unlock()
 	key := ShardKey(streamARN, shardID)
 	item := m.items[key]
-	held := eqS(item, attrOwner, me) && eqN(item, attrCounter, counter)
+	held := eqS(item, attrOwner, me) && (eqN(item, attrCounter, counter) ||
+		(w.Nonce != "" && eqN(item, attrCounter, counter+1) && eqS(item, attrOwnerNonce, w.Nonce)))
 	handover := w.Release && w.HandOver != ""
 	if !held {
 		return Shard{}, ErrLost
 	}
+	at, _ := getN(item, attrCounter)
 	if handover && (!eqS(item, attrHandoffTo, w.HandOver) || (w.HandOverNonce != "" && !eqS(item, attrHandoffNonce, w.HandOverNonce))) {
 		s, err := decodeShard(item)
 		if err != nil {
@@ -96,7 +98,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 		}
 		return s, ErrWithdrawn
 	}
-	sets := map[string]types.AttributeValue{attrCounter: num(counter + 1)}
+	sets := map[string]types.AttributeValue{attrCounter: num(at + 1)}
 	var removes []string
 	if w.Checkpoint != nil {
 		set, remove := checkpointValues(*w.Checkpoint)

@@ -381,20 +381,29 @@ type Write struct {
 	// written without a nonce.
 	HandOverNonce string
 	KeepAsked     bool // leave a handoff request in place (a renewal)
+	// Nonce, when set, is the nonce of the holding process (Shard.OwnerNonce):
+	// the write then applies at the counter after the one it names too, if
+	// the item is still that process's there. Only a write of that same
+	// process moves a counter by one and leaves it the owner: an earlier
+	// write applied whose answer never came (a time-out) does not doom the
+	// next. A process of the same instance_id that took the lease has
+	// another nonce, and fails the condition.
+	Nonce string
 }
 
-// Hold writes as the holder of a shard's lease: owner me at counter. It
-// moves the counter, and returns the item as written. A condition that fails
-// (the lease was taken) returns ErrLost and changes nothing.
+// Hold writes as the holder of a shard's lease: owner me at counter (or
+// at the next one, see Write.Nonce). It moves the counter by one, and
+// returns the item as written. A condition that fails (the lease was taken)
+// returns ErrLost and changes nothing.
 func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
 	names := map[string]string{"#o": attrOwner, "#c": attrCounter}
-	values := map[string]types.AttributeValue{":me": str(me), ":c": num(counter), ":next": num(counter + 1)}
+	values := map[string]types.AttributeValue{":me": str(me), ":c": num(counter), ":one": num(1)}
 	// A token of this write tells it apart from an earlier write of the
 	// same holder when its answer is lost (see applied).
 	token := newToken()
 	names["#w"] = attrWriteID
 	values[":w"] = str(token)
-	sets := []string{"#c = :next", "#w = :w"}
+	sets := []string{"#c = #c + :one", "#w = :w"}
 	var removes []string
 	if w.Checkpoint != nil {
 		set, remove := checkpointValues(*w.Checkpoint)
@@ -417,6 +426,11 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		removes = append(removes, "#h", "#hn")
 	}
 	cond := "#o = :me AND #c = :c"
+	if w.Nonce != "" {
+		names["#on"] = attrOwnerNonce
+		values[":next"], values[":nonce"] = num(counter+1), str(w.Nonce)
+		cond = "#o = :me AND (#c = :c OR (#c = :next AND #on = :nonce))"
+	}
 	if w.Release {
 		names["#on"] = attrOwnerNonce
 		switch {
@@ -477,13 +491,20 @@ func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, coun
 	if w.Release {
 		owner = w.HandOver
 	}
-	if ok && w.HandOver != "" && it.Owner == me && it.Counter == counter && (it.HandoffTo != w.HandOver || it.HandoffNonce != w.HandOverNonce) {
+	if ok && w.HandOver != "" && it.Owner == me && w.holdsAt(it, counter) && (it.HandoffTo != w.HandOver || it.HandoffNonce != w.HandOverNonce) {
 		return it, ErrWithdrawn
 	}
-	if !ok || it.Owner != owner || it.Counter != counter+1 || getS(raw, attrWriteID) != token {
+	if !ok || it.Owner != owner || getS(raw, attrWriteID) != token {
 		return Shard{}, ErrLost
 	}
 	return it, nil
+}
+
+// holdsAt reports whether an item of the writer's (owner me) is at a
+// counter the write may apply at: the one it names, or the next one with
+// the writer's nonce (see Write.Nonce).
+func (w Write) holdsAt(it Shard, counter int64) bool {
+	return it.Counter == counter || (w.Nonce != "" && it.Counter == counter+1 && it.OwnerNonce == w.Nonce)
 }
 
 // newToken returns a random write id.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
@@ -151,7 +152,7 @@ func (s *simStore) Get(ctx context.Context, streamARN, shardID string) (lease.Sh
 		s  lease.Shard
 		ok bool
 	}
-	got, err := simCall(s, ctx, "Get", func() (r, error) {
+	got, err := simCall(s, ctx, "Get "+shardID, func() (r, error) {
 		it, ok, err := s.t.mem.Get(context.Background(), streamARN, shardID)
 		return r{it, ok}, err
 	})
@@ -167,7 +168,7 @@ func (s *simStore) Create(ctx context.Context, sh lease.Shard) (lease.Shard, err
 }
 
 func (s *simStore) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
-	return simCall(s, ctx, "Hold", func() (lease.Shard, error) {
+	return simCall(s, ctx, "Hold "+shardID+" at counter "+strconv.FormatInt(counter, 10), func() (lease.Shard, error) {
 		before, _, _ := s.t.mem.Get(context.Background(), streamARN, shardID)
 		after, err := s.t.mem.Hold(context.Background(), streamARN, shardID, me, counter, w)
 		if err == nil {
@@ -178,7 +179,7 @@ func (s *simStore) Hold(ctx context.Context, streamARN, shardID, me string, coun
 }
 
 func (s *simStore) Take(ctx context.Context, sh lease.Shard, me, nonce string) (lease.Shard, error) {
-	return simCall(s, ctx, "Take", func() (lease.Shard, error) {
+	return simCall(s, ctx, "Take "+sh.ShardID, func() (lease.Shard, error) {
 		after, err := s.t.mem.Take(context.Background(), sh, me, nonce)
 		if err == nil {
 			s.t.onApplied(s.p, "Take", sh, after, lease.Write{})
@@ -188,7 +189,7 @@ func (s *simStore) Take(ctx context.Context, sh lease.Shard, me, nonce string) (
 }
 
 func (s *simStore) Ask(ctx context.Context, sh lease.Shard, me, nonce string) error {
-	_, err := simCall(s, ctx, "Ask", func() (struct{}, error) {
+	_, err := simCall(s, ctx, "Ask "+sh.ShardID, func() (struct{}, error) {
 		err := s.t.mem.Ask(context.Background(), sh, me, nonce)
 		if err == nil {
 			asked := sh
