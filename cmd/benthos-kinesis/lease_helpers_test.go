@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -179,7 +181,8 @@ func (c *leaseCluster) start(i int) *leaseRun {
 		t.Fatal(err)
 	}
 	r.cmd = exec.Command(c.bin, "run", config)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	stamped := &stampedLines{w: logFile, start: true}
+	r.cmd.Stdout, r.cmd.Stderr = stamped, stamped
 	if err := r.cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatal(err)
@@ -202,7 +205,9 @@ func (c *leaseCluster) start(i int) *leaseRun {
 
 // config is the YAML of a process: records go to out as JSON lines of
 // stream, data, shard, seq, sub and pk, one pipeline thread keeping each
-// shard's order.
+// shard's order. It logs at DEBUG (a few lines a second: what the lease
+// core took, asked and handed over), so that the logs a failed test dumps
+// tell why a lease moved when it did.
 func (c *leaseCluster) config(id, out string) string {
 	reader := "reader: polling\n    polling: { interval: 200ms }"
 	if c.efo {
@@ -232,7 +237,7 @@ pipeline:
   processors:
 %soutput:
   file: { path: %s, codec: lines }
-logger: { level: info }
+logger: { level: debug }
 `, leaseStream, c.srv.Endpoint(), c.srv.Region(), emulator.AccessKeyID, emulator.SecretAccessKey, c.ca, reader,
 		leaseTableName, c.ddb.Endpoint, c.period, id, recordMapping, out)
 }
@@ -1043,4 +1048,34 @@ func (c *leaseCluster) disrupt(i int, what string, act func(int)) (at time.Time,
 		c.t.Fatalf("%s owned no shard at the %s; the table:\n%s", c.id(i), what, table)
 	}
 	return at, table, lost
+}
+
+// stampedLines writes each line it is given after the time it arrived, to
+// the millisecond (Benthos stamps its lines to the second): the logs of a
+// failed run then tell the order of what several processes did. exec's one
+// copying goroutine calls Write, as Stdout and Stderr are this one value.
+type stampedLines struct {
+	w     io.Writer
+	start bool // the next byte starts a line
+}
+
+func (s *stampedLines) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if s.start {
+			if _, err := io.WriteString(s.w, time.Now().UTC().Format("15:04:05.000 ")); err != nil {
+				return 0, err
+			}
+			s.start = false
+		}
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, s.start = p[:i+1], true
+		}
+		if _, err := s.w.Write(line); err != nil {
+			return 0, err
+		}
+		p = p[len(line):]
+	}
+	return n, nil
 }
