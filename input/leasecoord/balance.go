@@ -3,6 +3,7 @@ package leasecoord
 import (
 	"cmp"
 	"hash/fnv"
+	"maps"
 	"slices"
 )
 
@@ -40,6 +41,7 @@ type claim struct {
 // instances not in live count as theirs while not expired, and a lease a
 // live instance asked for counts as that asker's.
 func balance(me string, claims []claim, live map[string]bool, steals int) (take, ask []claim) {
+	live = withoutLapsed(live, claims, me)
 	counts := map[string]int{}
 	for id := range live {
 		counts[id] = 0
@@ -174,4 +176,31 @@ func rendezvous(shard, instance string) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x
+}
+
+// withoutLapsed returns live without the instances (me aside) of which a
+// lease expired: the plans give them nothing and count no share for them.
+// Such an instance may still count as alive (its worker item moved within
+// the lease period while a lease of its did not: one it took after its last
+// heartbeat, just before it crashed), but it does not read that lease. With
+// a share of its own and room to take, the expired leases were planned for
+// it and waited, unread, until overdue or until it was known dead, a third
+// of a lease period and more after they expired (TestLeasesSIGKILLTakeover:
+// 1.65 lease periods). One that does live is counted again once no lease of
+// its is expired, and the balance evens the counts then.
+func withoutLapsed(live map[string]bool, claims []claim, me string) map[string]bool {
+	var lapsed []string
+	for _, c := range claims {
+		if c.expired && c.owner != me && live[c.owner] {
+			lapsed = append(lapsed, c.owner)
+		}
+	}
+	if len(lapsed) == 0 {
+		return live
+	}
+	out := maps.Clone(live)
+	for _, id := range lapsed {
+		delete(out, id)
+	}
+	return out
 }

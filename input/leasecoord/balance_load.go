@@ -82,6 +82,7 @@ func balanceLoad(me string, claims []claim, live map[string]bool, steals int) (t
 	if !ok {
 		return balance(me, claims, live, steals)
 	}
+	live = withoutLapsed(live, claims, me)
 	b := newLoadBook(me, claims, live, weight)
 	for _, c := range b.splitFree() {
 		// An overdue lease was not taken by the instance it fell to: the

@@ -264,3 +264,43 @@ func TestFreeLeasesAreSplitWithoutRaces(t *testing.T) {
 		}
 	}
 }
+
+// TestBalanceNeverPlansAnExpiredLeaseForItsHolder: c crashed right after
+// taking two leases it had not listed in a heartbeat yet: they expire while
+// c still counts as alive (its worker item moved within the lease period).
+// Planned for c, they waited unread until overdue or until c was known
+// dead, a third of a lease period and more (TestLeasesSIGKILLTakeover, 1.65
+// lease periods). Whoever plans, by count or by load, plans them for a or
+// b, and a and b together take all of them at once.
+func TestBalanceNeverPlansAnExpiredLeaseForItsHolder(t *testing.T) {
+	live := map[string]bool{"a": true, "b": true, "c": true}
+	for _, byLoad := range []bool{false, true} {
+		decide := balance
+		if byLoad {
+			decide = balanceLoad
+		}
+		var claims []claim
+		for i := range 5 {
+			claims = append(claims, claim{shard: fmt.Sprint("a", i), owner: "a", load: 1000, measured: byLoad})
+			claims = append(claims, claim{shard: fmt.Sprint("b", i), owner: "b", load: 1000, measured: byLoad})
+		}
+		for i := range 6 {
+			claims = append(claims, claim{shard: fmt.Sprint("c", i), owner: "c", expired: true, load: 1000, measured: byLoad})
+		}
+		taken := map[string]string{}
+		for _, id := range []string{"a", "b"} {
+			take, _ := decide(id, claims, live, 4)
+			for _, c := range take {
+				if other, ok := taken[c.shard]; ok {
+					t.Fatalf("by load %v: %s planned for both %s and %s", byLoad, c.shard, other, id)
+				}
+				taken[c.shard] = id
+			}
+		}
+		for i := range 6 {
+			if id := fmt.Sprint("c", i); taken[id] == "" {
+				t.Errorf("by load %v: the expired lease %s was taken by neither a nor b (planned for c, whose lease expired); taken: %v", byLoad, id, taken)
+			}
+		}
+	}
+}
