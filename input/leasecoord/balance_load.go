@@ -52,14 +52,18 @@ const (
 //     by load: l > 0 and a+l <= g - loadMargin*mean, mean the mean
 //     instance load (the busier side of the pair drops clearly), the
 //     lease did not change hands within the dwell (leaseView.dwelling),
-//     and the two do not hold alike leases only (alikeSpread), or
+//     the two do not hold alike leases only (alikeSpread), and the move
+//     leaves the count rule no lease of the asker's that changed hands
+//     within the dwell to move back to the giver (loadBook.byLoad), or
 //     by count: the giver holds at least two leases more and
 //     a+l <= g - m/2, m the mean lease weight (the counts even out and the
 //     busier side drops by at least half an average lease, more than
 //     noise; with about equal loads this is the count rule).
 //   - An asker makes no lesser move by load while a closer one waits out
-//     its lease's dwell (it would be undone once the dwell is over): it
-//     asks nothing that pass, for at most the dwell.
+//     its lease's dwell, nor asks a less loaded giver while the most
+//     loaded one with a lease worth moving to it has only leases that
+//     dwell (it would be undone once the dwell is over): it asks nothing
+//     that pass, for at most the dwell.
 //
 // Why it settles rather than fights: judged on the table as it is (an ask
 // of me's is made only if it is worth it with no other instance's planned
@@ -263,7 +267,9 @@ func (b *loadBook) lighter(x, y string) int {
 
 // bestAsk returns the lease asker asks for next: of the most loaded holder
 // with a lease worth moving to it, the one whose move leaves the two
-// closest; none while a closer move by load waits out its lease's dwell.
+// closest; none while a closer move by load waits out its lease's dwell,
+// nor while that holder's only move by load does (a lease worth moving to
+// it but for its dwell makes it that holder).
 func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
@@ -310,6 +316,16 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 				return best, true
 			}
 		}
+		// Nothing to move from g now but a move by load waiting out its
+		// dwell: g stays the giver, and no less loaded holder is asked
+		// meanwhile, since once the dwell is over the move from g follows
+		// and leaves the asker busier than the lesser giver, which asks
+		// its lease back (sim seed 82935: i2 asked i3 for a light lease
+		// while i4's dwelt, then i4's moved, then i3 asked the light one
+		// back 11 s on).
+		if !math.IsInf(waits, 1) {
+			return claim{}, false
+		}
 	}
 	return claim{}, false
 }
@@ -319,11 +335,35 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 // byCount is set (either holds a lease not measured yet, whose load is a
 // guess, or the two hold alike leases only).
 func (b *loadBook) worthMoving(c claim, giver, asker string, byCount bool) bool {
-	l, a, g := b.weight(c), b.load[asker], b.load[giver]
-	if !byCount && !c.dwelling && l > 0 && a+l <= g-b.margin {
+	if !byCount && !c.dwelling && b.byLoad(c, giver, asker) {
 		return true
 	}
+	l, a, g := b.weight(c), b.load[asker], b.load[giver]
 	return b.count[giver] >= b.count[asker]+2 && a+l <= g-b.lease/2
+}
+
+// byLoad reports whether lease c is worth moving from giver to asker by
+// load, its own dwell aside: the move lowers the busier side of the pair
+// clearly, and leaves the count rule no lease that changed hands within
+// the dwell to move from the asker to the giver. (A move by load may leave
+// its asker busier than the giver and holding two leases more: the count
+// rule then moves one of the asker's back, one that it just took from the
+// giver, maybe: the lease goes back where it came from, and the two moves
+// make a swap that one move of the difference would have made.)
+func (b *loadBook) byLoad(c claim, giver, asker string) bool {
+	l, a, g := b.weight(c), b.load[asker], b.load[giver]
+	if l <= 0 || a+l > g-b.margin {
+		return false
+	}
+	if b.count[asker]+1 < b.count[giver]-1+2 {
+		return true // the counts, after the move, leave the count rule nothing to move back
+	}
+	for _, x := range b.askable[asker] {
+		if x.dwelling && g-l+b.weight(x) <= a+l-b.lease/2 {
+			return false
+		}
+	}
+	return true
 }
 
 // move counts a lease asked for as its asker's.

@@ -633,3 +633,99 @@ func TestBalanceLoadWaitsForTheBetterMove(t *testing.T) {
 		t.Fatalf("with s4's dwell over, i1 asked for %v; want s4", shards(ask))
 	}
 }
+
+// TestBalanceLoadWaitsForTheBetterMoveOfABusierGiver: the same wait when the
+// better move is another giver's. i4 (10.8 KB/s) holds s1 and s4, both
+// dwelling; j5 (7.4) holds s0 (1.0) and s2; i2 (4.2) holds s5 and s6. i2
+// asked j5 for s0; once s4's dwell was over i2 took s4 too, and s0 went
+// back to j5 11 s after it left (sim seed 16581, in the calm). i2 asks for
+// nothing until s4's dwell is over, then for s4.
+func TestBalanceLoadWaitsForTheBetterMoveOfABusierGiver(t *testing.T) {
+	live := map[string]bool{"i2": true, "i4": true, "j5": true}
+	claims := []claim{
+		{shard: "s0", owner: "j5", load: 1049, measured: true},
+		{shard: "s1", owner: "i4", load: 7602, measured: true, dwelling: true},
+		{shard: "s2", owner: "j5", load: 6345, measured: true, dwelling: true},
+		{shard: "s4", owner: "i4", load: 3197, measured: true, dwelling: true},
+		{shard: "s5", owner: "i2", load: 2066, measured: true, dwelling: true},
+		{shard: "s6", owner: "i2", load: 2151, measured: true, dwelling: true},
+	}
+	if _, ask := balanceLoad("i2", claims, live, 4); len(ask) != 0 {
+		t.Fatalf("i2 asked for %v while the better move (s4 of i4) dwelt; want nothing yet", shards(ask))
+	}
+	claims[3].dwelling = false
+	if _, ask := balanceLoad("i2", claims, live, 4); !slices.Equal(shards(ask), []string{"s4"}) {
+		t.Fatalf("with s4's dwell over, i2 asked for %v; want s4", shards(ask))
+	}
+}
+
+// TestBalanceLoadNoMoveTheCountUndoes: i4 holds s0 (1.0 KB/s, just taken
+// from j5) and s4 (3.1, just taken too), j5 s1 (7.3, dwelling) and s2
+// (6.4), i2 s5 and s6 (2.0 and 2.1, dwelling). Moving s2 to i4 lowers j5
+// clearly (13.7 to 7.3), but leaves i4 at 10.5 with three leases against
+// j5's 7.3 with one: the count rule then asks s0 back to j5, which it just
+// left (sim seed 16581, in the calm). i4 does not ask for s2; i2 does (10.5
+// with three against 7.3: its lightest lease, 2.0, is too heavy for the
+// count rule to move back).
+func TestBalanceLoadNoMoveTheCountUndoes(t *testing.T) {
+	live := map[string]bool{"i2": true, "i4": true, "j5": true}
+	claims := []claim{
+		{shard: "s0", owner: "i4", load: 1047, measured: true, dwelling: true},
+		{shard: "s1", owner: "j5", load: 7286, measured: true, dwelling: true},
+		{shard: "s2", owner: "j5", load: 6429, measured: true},
+		{shard: "s4", owner: "i4", load: 3060, measured: true, dwelling: true},
+		{shard: "s5", owner: "i2", load: 2013, measured: true, dwelling: true},
+		{shard: "s6", owner: "i2", load: 2098, measured: true, dwelling: true},
+	}
+	if _, ask := balanceLoad("i4", claims, live, 4); len(ask) != 0 {
+		t.Fatalf("i4 asked for %v; want nothing (with s2 it would hold three leases, 10.5 against j5's one, 7.3)", shards(ask))
+	}
+	if _, ask := balanceLoad("i2", claims, live, 4); !slices.Equal(shards(ask), []string{"s2"}) {
+		t.Fatalf("i2 asked for %v; want s2", shards(ask))
+	}
+	// Why: with s2 coming to i4, j5 asks s0 back by count.
+	claims[2].asked = "i4"
+	if _, ask := balanceLoad("j5", claims, live, 4); !slices.Equal(shards(ask), []string{"s0"}) {
+		t.Fatalf("with s2 asked by i4, j5 asked for %v; want s0 (by count: 3 leases against 1)", shards(ask))
+	}
+}
+
+// TestBalanceLoadWaitsForTheBusiestGiver: i2 (6.3 KB/s) sees i4 (14.7)
+// the busiest holder with a lease worth moving to it, s2 (3.1), which
+// changed hands lately and dwells; i4's other lease is too hot to move.
+// i2 does not ask the next holder worth asking, i3 (9.3), for its light s3
+// (1.0) meanwhile: once the dwell is over s2 moves (i2 9.4 against i4
+// 11.6), and i2 then holds more than i3 by more than the margin, which
+// asks s3 back (sim seed 82935: it did, 11 s on, in the calm).
+func TestBalanceLoadWaitsForTheBusiestGiver(t *testing.T) {
+	live := map[string]bool{"i0": true, "i2": true, "i3": true, "i4": true}
+	claims := []claim{
+		{shard: "s0", owner: "i3", load: 8210, measured: true},
+		{shard: "s1", owner: "i2", load: 4242, measured: true, dwelling: true},
+		{shard: "s2", owner: "i4", load: 3107, measured: true, dwelling: true},
+		{shard: "s3", owner: "i3", load: 1049, measured: true},
+		{shard: "s4", owner: "i2", load: 2093, measured: true, dwelling: true},
+		{shard: "s5", owner: "i4", load: 11584, measured: true},
+		{shard: "s6", owner: "i0", load: 14407, measured: true},
+	}
+	if _, ask := balanceLoad("i2", claims, live, 4); len(ask) != 0 {
+		t.Fatalf("i2 asked for %v while the move from the busiest giver (s2 of i4) dwelt; want nothing yet", shards(ask))
+	}
+	claims[2].dwelling = false
+	_, ask := balanceLoad("i2", claims, live, 4)
+	if !slices.Equal(shards(ask), []string{"s2"}) {
+		t.Fatalf("with s2's dwell over, i2 asked for %v; want s2", shards(ask))
+	}
+	// Once s2 is i2's, s3 is not worth moving to it, nor back.
+	claims[2].owner, claims[2].dwelling = "i2", true
+	for _, me := range []string{"i2", "i3"} {
+		if _, ask := balanceLoad(me, claims, live, 4); len(ask) != 0 {
+			t.Fatalf("with s2 moved, %s asked for %v; want nothing", me, shards(ask))
+		}
+	}
+	// Had s3 moved too, i3 would ask it back once its dwell is over.
+	claims[3].owner = "i2"
+	if _, ask := balanceLoad("i3", claims, live, 4); !slices.Equal(shards(ask), []string{"s3"}) {
+		t.Fatalf("with s2 and s3 moved to i2, i3 asked for %v; want s3 back", shards(ask))
+	}
+}
