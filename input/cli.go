@@ -125,7 +125,7 @@ func lintTypes(c *ucli.Context) error {
 
 // lintTargets are the files lint reads, as Benthos's lint finds them: its
 // arguments (globs, and paths ending in ... walked for .yaml and .yml
-// files), -c and the -r globs.
+// files), -c, and the files of the -r globs as run reads them.
 func lintTargets(c *ucli.Context) []string {
 	var targets []string
 	for _, arg := range c.Args().Slice() {
@@ -138,19 +138,17 @@ func lintTargets(c *ucli.Context) []string {
 			})
 			continue
 		}
-		paths, err := filepath.Glob(arg)
-		if err != nil || len(paths) == 0 {
-			paths = []string{arg} // not there: said as Benthos says it
+		paths, err := expandGlobs([]string{arg})
+		if err != nil {
+			paths = []string{arg} // a bad pattern: said when it is read
 		}
 		targets = append(targets, paths...)
 	}
 	if conf := c.String("config"); conf != "" {
 		targets = append(targets, conf)
 	}
-	for _, glob := range c.StringSlice("resources") {
-		if paths, err := filepath.Glob(glob); err == nil {
-			targets = append(targets, paths...)
-		}
+	if paths, err := expandGlobs(c.StringSlice("resources")); err == nil {
+		targets = append(targets, paths...)
 	}
 	var out []string
 	for _, p := range targets {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -79,21 +78,19 @@ func digestFiles(f configFiles) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, glob := range f.resources {
-		paths, err := filepath.Glob(glob)
+	paths, err := expandGlobs(f.resources)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		res, err := readYAML(p)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range paths {
-			res, err := readYAML(p)
-			if err != nil {
-				return nil, err
-			}
-			for k, v := range res {
-				if l, ok := v.([]any); ok && strings.HasSuffix(k, "_resources") {
-					prev, _ := doc[k].([]any)
-					doc[k] = append(prev, l...)
-				}
+		for k, v := range res {
+			if l, ok := v.([]any); ok && strings.HasSuffix(k, "_resources") {
+				prev, _ := doc[k].([]any)
+				doc[k] = append(prev, l...)
 			}
 		}
 	}
