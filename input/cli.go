@@ -27,12 +27,19 @@ import (
 //     Benthos's linter passes and run refuses.
 //
 // The benthos-kinesis binary uses it; so should a Benthos binary of your
-// own that holds this input.
-func CLIOpt() service.CLIOptFunc {
+// own that holds this input (one that runs with an environment of its own
+// uses CLIOptWithEnvironment).
+func CLIOpt() service.CLIOptFunc { return CLIOptWithEnvironment(service.GlobalEnvironment()) }
+
+// CLIOptWithEnvironment is CLIOpt for a CLI that runs with env
+// (service.CLIOptSetEnvironment): when lint refuses a value of the input's
+// config, it lints the rest of the config against env's components, as
+// Benthos's lint would.
+func CLIOptWithEnvironment(env *service.Environment) service.CLIOptFunc {
 	var files configFiles
 	atRun := service.CLIOptCustomRunFlags(nil, func(c *ucli.Context) error {
 		if c.Command != nil && c.Command.Name == "lint" {
-			return lintTypes(c)
+			return lintTypes(c, env)
 		}
 		files = runFiles(c)
 		return nil
@@ -66,7 +73,7 @@ func CLIOptComparePipelines() service.CLIOptFunc { return CLIOpt() }
 // configs in the files lint was given (typeLints). With none found, lint
 // goes on as Benthos's; otherwise every lint of those files is printed,
 // Benthos's included, as Benthos prints them, and lint fails.
-func lintTypes(c *ucli.Context) error {
+func lintTypes(c *ucli.Context, env *service.Environment) error {
 	type found struct {
 		path         string
 		line, column int
@@ -95,7 +102,7 @@ func lintTypes(c *ucli.Context) error {
 		return nil
 	}
 	out = append(out, unread...)
-	linter := service.GlobalEnvironment().FullConfigSchema("", "").NewStreamConfigLinter().
+	linter := env.FullConfigSchema("", "").NewStreamConfigLinter().
 		SetRejectDeprecated(c.Bool("deprecated")).SetRequireLabels(c.Bool("labels")).SetSkipEnvVarCheck(c.Bool("skip-env-var-check"))
 	for _, p := range targets {
 		doc, ok := docs[p]
