@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fatih/color"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -72,12 +73,17 @@ func CLIOptComparePipelines() service.CLIOptFunc { return CLIOpt() }
 // lintTypes runs, before Benthos's lint, the type checks of the input's
 // configs in the files lint was given (typeLints). With none found, lint
 // goes on as Benthos's; otherwise every lint of those files is printed,
-// Benthos's included, as Benthos prints them, and lint fails.
+// Benthos's included, as Benthos prints them (in red a file not read or a
+// component missing, in yellow the rest, where the terminal shows colours;
+// with --verbose each file's verdict first), and lint fails. The snippets
+// of .md files, which Benthos's lint reads, are not linted then: the
+// verdict is failed already.
 func lintTypes(c *ucli.Context, env *service.Environment) error {
 	type found struct {
 		path         string
 		line, column int
 		what         string
+		severe       bool // not read, or a component missing: red
 	}
 	targets := lintTargets(c)
 	var out, unread []found
@@ -87,7 +93,7 @@ func lintTypes(c *ucli.Context, env *service.Environment) error {
 		if err != nil {
 			// Benthos's lint says so when it runs; when this one fires, it
 			// does.
-			unread = append(unread, found{p, 1, 1, fmt.Sprintf("failed to read config: %v", err)})
+			unread = append(unread, found{p, 1, 1, fmt.Sprintf("failed to read config: %v", err), true})
 			continue
 		}
 		if bytes.HasPrefix(doc, []byte("# BENTHOS LINT DISABLE")) {
@@ -95,7 +101,7 @@ func lintTypes(c *ucli.Context, env *service.Environment) error {
 		}
 		docs[p] = doc
 		for _, l := range typeLints(doc) {
-			out = append(out, found{p, l.line, l.column, l.what})
+			out = append(out, found{p, l.line, l.column, l.what, false})
 		}
 	}
 	if len(out) == 0 {
@@ -111,21 +117,39 @@ func lintTypes(c *ucli.Context, env *service.Environment) error {
 		}
 		lints, err := linter.LintYAML(doc)
 		if err != nil {
-			out = append(out, found{p, 1, 1, err.Error()})
+			out = append(out, found{p, 1, 1, err.Error(), true})
 		}
 		for _, l := range lints {
-			out = append(out, found{p, l.Line, l.Column, l.What})
+			out = append(out, found{p, l.Line, l.Column, l.What, l.Type == service.LintFailedRead || l.Type == service.LintComponentMissing})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b found) int {
 		return cmp.Or(cmp.Compare(slices.Index(targets, a.path), slices.Index(targets, b.path)), cmp.Compare(a.line, b.line), cmp.Compare(a.column, b.column))
 	})
-	w := io.Writer(os.Stderr)
+	stdout, stderr := io.Writer(os.Stdout), io.Writer(os.Stderr)
+	if c.App != nil && c.App.Writer != nil {
+		stdout = c.App.Writer
+	}
 	if c.App != nil && c.App.ErrWriter != nil {
-		w = c.App.ErrWriter
+		stderr = c.App.ErrWriter
+	}
+	red, yellow, green := color.New(color.FgRed).SprintFunc(), color.New(color.FgYellow).SprintFunc(), color.New(color.FgGreen).SprintFunc()
+	if c.Bool("verbose") {
+		for _, p := range targets {
+			verdict := green("OK")
+			if slices.ContainsFunc(out, func(f found) bool { return f.path == p }) {
+				verdict = red("FAILED")
+			}
+			fmt.Fprintf(stdout, "%v: %v\n", p, verdict)
+		}
 	}
 	for _, l := range slices.Compact(out) {
-		fmt.Fprintf(w, "%s(%d,%d) %s\n", l.path, l.line, l.column, l.what)
+		line := fmt.Sprintf("%s(%d,%d) %s\n", l.path, l.line, l.column, l.what)
+		if l.severe {
+			fmt.Fprint(stderr, red(line))
+		} else {
+			fmt.Fprint(stderr, yellow(line))
+		}
 	}
 	return errors.New("lint errors")
 }

@@ -46,3 +46,31 @@ func TestLintTypesLintsTheRestWithTheCLIsEnvironment(t *testing.T) {
 		t.Fatalf("with the global environment: %v, lints:\n%s\nwant the type lint and one of the unknown processor", err, out)
 	}
 }
+
+// TestLintTypesVerbose: with --verbose, as Benthos's lint, each file's
+// verdict goes to stdout before the lints: FAILED for the one with a value
+// of the wrong type, OK for a clean one.
+func TestLintTypesVerbose(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad, good := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(bad, []byte("input:\n  aws_kinesis_streams:\n    streams: [a]\n    strict_order: sure\noutput:\n  drop: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("input:\n  aws_kinesis_streams:\n    streams: [a]\n    reader: polling\noutput:\n  drop: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	app := &ucli.App{Writer: &stdout, ErrWriter: &stderr, Commands: []*ucli.Command{{Name: "lint",
+		Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "verbose"}},
+		Action: func(c *ucli.Context) error { return lintTypes(c, service.GlobalEnvironment()) }}}}
+	if err := app.RunContext(context.Background(), []string{"benthos", "lint", "--verbose", bad, good}); err == nil {
+		t.Fatal("lint passed a value of the wrong type")
+	}
+	if want := bad + ": FAILED\n" + good + ": OK\n"; stdout.String() != want {
+		t.Fatalf("verdicts %q, want %q", stdout.String(), want)
+	}
+	if !strings.Contains(stderr.String(), bad+"(4,19) field strict_order: sure") {
+		t.Fatalf("lints %q", stderr.String())
+	}
+}
