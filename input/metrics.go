@@ -7,6 +7,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/metricdef"
 )
 
 // metrics are the input's own metrics; Benthos adds its input_* ones.
@@ -58,23 +59,23 @@ func (m *metrics) apiError(service, operation string, err error) {
 
 func newMetrics(m *service.Metrics) *metrics {
 	return &metrics{
-		recordsRead:        m.NewCounter("kinesis_records_read", "stream", "shard"),
-		bytesRead:          m.NewCounter("kinesis_bytes_read", "stream", "shard"),
-		millisBehind:       m.NewGauge("kinesis_millis_behind_latest", "stream", "shard"),
-		throttles:          m.NewCounter("kinesis_throttles", "stream", "shard"),
-		subscriptions:      m.NewCounter("kinesis_subscriptions", "stream", "shard"),
-		resubscribes:       m.NewCounter("kinesis_resubscriptions", "stream", "shard"),
-		subscribeErrs:      m.NewCounter("kinesis_subscription_errors", "stream", "shard", "class"),
-		outOfRange:         m.NewCounter("kinesis_hash_key_out_of_range", "stream", "shard"),
-		pastCheckpoint:     m.NewGauge("kinesis_records_past_checkpoint", "stream", "shard"),
-		unacknowledged:     m.NewGauge("kinesis_records_unacknowledged", "stream", "shard"),
-		streamBehind:       m.NewGauge("kinesis_stream_millis_behind_latest", "stream"),
-		expired:            m.NewCounter("kinesis_checkpoints_expired", "stream", "shard"),
-		stopped:            m.NewGauge("kinesis_shard_stopped", "stream", "shard"),
-		endsUnconfirmed:    m.NewCounter("kinesis_shard_ends_unconfirmed", "stream", "shard"),
-		bytesInFlight:      m.NewGauge("kinesis_bytes_in_flight"),
-		bytesInFlightLimit: m.NewGauge("kinesis_bytes_in_flight_limit"),
-		apiErrors:          m.NewCounter("kinesis_api_errors", "service", "operation", "class"),
+		recordsRead:        metricdef.RecordsRead.Counter(m),
+		bytesRead:          metricdef.BytesRead.Counter(m),
+		millisBehind:       metricdef.MillisBehind.Gauge(m),
+		throttles:          metricdef.Throttles.Counter(m),
+		subscriptions:      metricdef.Subscriptions.Counter(m),
+		resubscribes:       metricdef.Resubscriptions.Counter(m),
+		subscribeErrs:      metricdef.SubscribeErrors.Counter(m),
+		outOfRange:         metricdef.OutOfRange.Counter(m),
+		pastCheckpoint:     metricdef.PastCheckpoint.Gauge(m),
+		unacknowledged:     metricdef.Unacknowledged.Gauge(m),
+		streamBehind:       metricdef.StreamBehind.Gauge(m),
+		expired:            metricdef.Expired.Counter(m),
+		stopped:            metricdef.Stopped.Gauge(m),
+		endsUnconfirmed:    metricdef.EndsUnconfirmed.Counter(m),
+		bytesInFlight:      metricdef.BytesInFlight.Gauge(m),
+		bytesInFlightLimit: metricdef.InFlightLimit.Gauge(m),
+		apiErrors:          metricdef.APIErrors.Counter(m),
 		coord:              coord.NewMetrics(m),
 	}
 }

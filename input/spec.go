@@ -9,6 +9,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/metricdef"
 )
 
 // Name is the component name the input registers under.
@@ -157,21 +158,7 @@ With `+"`deaggregate`"+` (the default), a record written by the Kinesis Producer
 
 ### Metrics
 
-- kinesis_records_read, kinesis_bytes_read: per stream and shard
-- kinesis_millis_behind_latest: gauge per stream and shard
-- kinesis_throttles: per stream and shard
-- kinesis_checkpoint_commits, kinesis_checkpoint_failures: per stream
-- kinesis_checkpoints_expired: per stream and shard, checkpoints found older than the retention period (reading went on from the oldest record left)
-- kinesis_shard_stopped: gauge per stream and shard, 1 while the shard is not read because its checkpoint is a position the shard cannot hold
-- kinesis_broken_checkpoints: gauge per stream, shards not read because what is stored for them cannot be read (a malformed checkpoint file entry or lease item, an end stored for a shard listed open)
-- kinesis_shard_ends_unconfirmed: per stream and shard, shard ends a read reported that ListShards did not confirm (the shard was read on)
-- kinesis_owned_shards: gauge per stream, the shards being read
-- kinesis_instance_bytes_per_second: gauge per stream, with a lease table: the bytes a second written to the shards this instance holds, as its leases' meters measure (what balancing by throughput weighs)
-- kinesis_subscriptions, kinesis_resubscriptions: fan-out subscriptions opened per stream and shard (the first of a shard, and renewals)
-- kinesis_subscription_errors: failed fan-out subscriptions per stream, shard and class (recoverable, throttled, retryable, fatal)
-- kinesis_hash_key_out_of_range: user records of aggregates whose hash key lies outside their shard's range, per stream and shard
-- kinesis_records_past_checkpoint: gauge per stream and shard, the records read past the shard's checkpoint (all of which a restart would read again); a finished shard's gauges go to zero
-`).
+`+metricdef.Markdown()+``).
 		Fields(
 			service.NewStringListField(fStreams).
 				Description("The streams to read, by name or ARN. Several streams may be read at once; they must be in one region.").

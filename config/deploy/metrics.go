@@ -1,9 +1,9 @@
 package deploy
 
-// The binary's metrics the dashboard and the autoscalers read, as the input
-// registers them (input/metrics.go and input/coord/metrics.go of the main
-// module) and its Prometheus exporter serves them. This module cannot
-// import the main one's: the main module's test
+// The binary's metrics, as the input defines them (internal/metricdef of
+// the main module, whose test holds this list to that one: every metric is
+// here, for a panel or a query of yours) and its Prometheus exporter serves
+// them. This module cannot import the main one's: the main module's test
 // (cmd/benthos-kinesis/dashboard_metrics_test.go) runs the binary and
 // checks that every metric the generated dashboard and the autoscaling
 // manifests name is on its /metrics.
@@ -16,6 +16,11 @@ var (
 	throttles          = newCounter("kinesis_throttles", "stream", "shard")
 	subscriptionErrors = newCounter("kinesis_subscription_errors", "stream", "shard", "class")
 	shardStopped       = newGauge("kinesis_shard_stopped", "stream", "shard")
+	subscriptions      = newCounter("kinesis_subscriptions", "stream", "shard")
+	resubscriptions    = newCounter("kinesis_resubscriptions", "stream", "shard")
+	outOfRange         = newCounter("kinesis_hash_key_out_of_range", "stream", "shard")
+	endsUnconfirmed    = newCounter("kinesis_shard_ends_unconfirmed", "stream", "shard")
+	checkpointsExpired = newCounter("kinesis_checkpoints_expired", "stream", "shard")
 
 	// Acknowledgements and memory.
 	pastCheckpoint = newGauge("kinesis_records_past_checkpoint", "stream", "shard")
@@ -24,9 +29,11 @@ var (
 	inFlightLimit  = newGauge("kinesis_bytes_in_flight_limit")
 
 	// Checkpoints and leases, per stream.
+	checkpointCommits  = newCounter("kinesis_checkpoint_commits", "stream")
 	checkpointFailures = newCounter("kinesis_checkpoint_failures", "stream")
 	brokenCheckpoints  = newGauge("kinesis_broken_checkpoints", "stream")
 	ownedShards        = newGauge("kinesis_owned_shards", "stream")
+	instanceLoad       = newGauge("kinesis_instance_bytes_per_second", "stream")
 	leaseMoves         = newCounter("kinesis_lease_moves", "stream", "cause")
 	leasesTaken        = newCounter("kinesis_leases_taken", "stream")
 	leasesStolen       = newCounter("kinesis_leases_stolen", "stream")

@@ -1,6 +1,10 @@
 package coord
 
-import "github.com/redpanda-data/benthos/v4/public/service"
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/metricdef"
+)
 
 // Metrics are the series a coordinator keeps, labelled by stream.
 type Metrics struct {
@@ -33,19 +37,19 @@ type Metrics struct {
 // NewMetrics registers the series with m.
 func NewMetrics(m *service.Metrics) *Metrics {
 	return &Metrics{
-		Commits:          m.NewCounter("kinesis_checkpoint_commits", "stream"),
-		CommitFailures:   m.NewCounter("kinesis_checkpoint_failures", "stream"),
-		OwnedShards:      m.NewGauge("kinesis_owned_shards", "stream"),
-		LeasesTaken:      m.NewCounter("kinesis_leases_taken", "stream"),
-		LeasesStolen:     m.NewCounter("kinesis_leases_stolen", "stream"),
-		LeasesLost:       m.NewCounter("kinesis_leases_lost", "stream"),
-		LeasesHandedOver: m.NewCounter("kinesis_leases_handed_over", "stream"),
-		InstanceLoad:     m.NewGauge("kinesis_instance_bytes_per_second", "stream"),
-		LeaseMoves:       m.NewCounter("kinesis_lease_moves", "stream", "cause"),
-		RenewalFailures:  m.NewCounter("kinesis_lease_renewal_failures", "stream"),
-		SinceRenewal:     m.NewGauge("kinesis_lease_renewal_age_ms", "stream"),
+		Commits:          metricdef.Commits.Counter(m),
+		CommitFailures:   metricdef.CommitFailures.Counter(m),
+		OwnedShards:      metricdef.OwnedShards.Gauge(m),
+		LeasesTaken:      metricdef.LeasesTaken.Counter(m),
+		LeasesStolen:     metricdef.LeasesStolen.Counter(m),
+		LeasesLost:       metricdef.LeasesLost.Counter(m),
+		LeasesHandedOver: metricdef.LeasesHandedOver.Counter(m),
+		InstanceLoad:     metricdef.InstanceLoad.Gauge(m),
+		LeaseMoves:       metricdef.LeaseMoves.Counter(m),
+		RenewalFailures:  metricdef.RenewalFailures.Counter(m),
+		SinceRenewal:     metricdef.RenewalAge.Gauge(m),
 
-		BrokenCheckpoints: m.NewGauge("kinesis_broken_checkpoints", "stream"),
-		ConfigMismatch:    m.NewGauge("kinesis_group_config_mismatch", "stream"),
+		BrokenCheckpoints: metricdef.BrokenCheckpoints.Gauge(m),
+		ConfigMismatch:    metricdef.ConfigMismatch.Gauge(m),
 	}
 }
