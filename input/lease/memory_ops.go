@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -75,7 +76,7 @@ func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
 }
 
 // Hold writes as the holder of a shard's lease, conditional on owner me at
-// counter, or at the next one with w.Nonce (and, for a handover, on
+// counter, or at the next one after w.After (and, for a handover, on
 // handoffTo being the taker); it moves the counter by one. ErrLost, or ErrWithdrawn when only the handover's taker is gone.
 func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
 	if err := m.enter(ctx, "Hold"); err != nil {
@@ -85,7 +86,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	key := ShardKey(streamARN, shardID)
 	item := m.items[key]
 	held := eqS(item, attrOwner, me) && (eqN(item, attrCounter, counter) ||
-		(w.Nonce != "" && eqN(item, attrCounter, counter+1) && eqS(item, attrOwnerNonce, w.Nonce)))
+		(w.After != "" && eqN(item, attrCounter, counter+1) && eqS(item, attrWriteID, w.After)))
 	handover := w.Release && w.HandOver != ""
 	if !held {
 		return Shard{}, ErrLost
@@ -98,7 +99,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 		}
 		return s, ErrWithdrawn
 	}
-	sets := map[string]types.AttributeValue{attrCounter: num(at + 1)}
+	sets := map[string]types.AttributeValue{attrCounter: num(at + 1), attrWriteID: str(cmp.Or(w.ID, NewWriteID()))}
 	var removes []string
 	if w.Checkpoint != nil {
 		set, remove := checkpointValues(*w.Checkpoint)
@@ -140,7 +141,7 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 	if !owner || !eqN(item, attrCounter, s.Counter) {
 		return Shard{}, ErrLost
 	}
-	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce)
+	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce, attrWriteID)
 	if nonce != "" {
 		item[attrOwnerNonce] = str(nonce)
 	}

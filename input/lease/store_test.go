@@ -121,20 +121,24 @@ func conformanceScript() []step {
 		{"take by a process again", takeBy(s3, "", 3, "c", "pc"), "owner=c/pc counter=4 ask= at=TRIM_HORIZON start=400", nil},
 		{"a take without one drops it", take(s3, "c", 4, "d"), "owner=d counter=5 ask= at=TRIM_HORIZON start=400", nil},
 
-		// A write of the holding process (Write.Nonce) applies at the
-		// counter after the one it names when a write of that same process
-		// moved it there (an answer lost to a time-out), and at no other.
+		// A write after one of the holder's whose answer never came
+		// (Write.After) applies at the counter after the one it names when
+		// that write is the item's last, and at no other; a take removes
+		// the last write's ID.
 		{"take by e", takeBy(s3, "d", 5, "e", "pe"), "owner=e/pe counter=6 ask= at=TRIM_HORIZON start=400", nil},
-		{"a write of e whose answer is lost", hold(s3, "e", 6, Write{Checkpoint: at("405"), Nonce: "pe"}), "owner=e/pe counter=7 ask= at=405 start=400", nil},
-		{"e's next write at the counter it knows", hold(s3, "e", 6, Write{Checkpoint: at("410"), Nonce: "pe"}), "owner=e/pe counter=8 ask= at=410 start=400", nil},
-		{"two writes behind", hold(s3, "e", 6, Write{Checkpoint: at("415"), Nonce: "pe"}), "-", ErrLost},
-		{"without the nonce, one behind", hold(s3, "e", 7, Write{Checkpoint: at("415")}), "-", ErrLost},
-		{"another process of e's name, one behind", hold(s3, "e", 7, Write{Checkpoint: at("415"), Nonce: "pe2"}), "-", ErrLost},
-		{"e taken over by its name's other process", takeBy(s3, "e", 8, "e", "pe2"), "owner=e/pe2 counter=9 ask= at=410 start=400", nil},
-		{"the old process one behind the take", hold(s3, "e", 8, Write{Checkpoint: at("420"), Nonce: "pe"}), "-", ErrLost},
+		{"a write after a lost one not applied", hold(s3, "e", 6, Write{Checkpoint: at("405"), ID: "w2", After: "w1"}), "owner=e/pe counter=7 ask= at=405 start=400", nil},
+		{"the lost one, held up, applied after it", hold(s3, "e", 6, Write{Checkpoint: at("400"), ID: "w1"}), "-", ErrLost},
+		{"the same after a write of before", hold(s3, "e", 6, Write{Checkpoint: at("400"), ID: "w1", After: "w0"}), "-", ErrLost},
+		{"a write whose answer is lost", hold(s3, "e", 7, Write{Checkpoint: at("410"), ID: "w3"}), "owner=e/pe counter=8 ask= at=410 start=400", nil},
+		{"the next, one behind it", hold(s3, "e", 7, Write{Checkpoint: at("415"), ID: "w4", After: "w3"}), "owner=e/pe counter=9 ask= at=415 start=400", nil},
+		{"two behind", hold(s3, "e", 7, Write{Checkpoint: at("420"), ID: "w5", After: "w3"}), "-", ErrLost},
+		{"one behind without After", hold(s3, "e", 8, Write{Checkpoint: at("420")}), "-", ErrLost},
+		{"e taken over by its name's other process", takeBy(s3, "e", 9, "e", "pe2"), "owner=e/pe2 counter=10 ask= at=415 start=400", nil},
+		{"the old process one behind the take", hold(s3, "e", 9, Write{Checkpoint: at("420"), After: "w4"}), "-", ErrLost},
+		{"a write of the new process", hold(s3, "e", 10, Write{ID: "w7"}), "owner=e/pe2 counter=11 ask= at=415 start=400", nil},
 		{"an ask of e", askBy(s3, "e", "f", "pf"), "", nil},
-		{"a handover one behind", hold(s3, "e", 8, Write{Release: true, HandOver: "f", HandOverNonce: "pf", Nonce: "pe2"}), "owner=f/pf counter=10 ask= at=410 start=400", nil},
-		{"the handover again, its answer lost", hold(s3, "e", 9, Write{Release: true, HandOver: "f", HandOverNonce: "pf", Nonce: "pe2"}), "-", ErrLost},
+		{"a handover one behind", hold(s3, "e", 10, Write{Release: true, HandOver: "f", HandOverNonce: "pf", ID: "w8", After: "w7"}), "owner=f/pf counter=12 ask= at=415 start=400", nil},
+		{"the handover again, its answer lost", hold(s3, "e", 10, Write{Release: true, HandOver: "f", HandOverNonce: "pf", After: "w7"}), "-", ErrLost},
 
 		{"put stream", putStream("TRIM_HORIZON"), "written TRIM_HORIZON pinned=false", nil},
 		{"put stream again keeps the first", putStream("LATEST"), "kept TRIM_HORIZON pinned=false", nil},

@@ -16,6 +16,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -381,18 +382,28 @@ type Write struct {
 	// written without a nonce.
 	HandOverNonce string
 	KeepAsked     bool // leave a handoff request in place (a renewal)
-	// Nonce, when set, is the nonce of the holding process (Shard.OwnerNonce):
-	// the write then applies at the counter after the one it names too, if
-	// the item is still that process's there. Only a write of that same
-	// process moves a counter by one and leaves it the owner: an earlier
-	// write applied whose answer never came (a time-out) does not doom the
-	// next. A process of the same instance_id that took the lease has
-	// another nonce, and fails the condition.
-	Nonce string
+	// ID names this write in the item (lastWriteId); empty: Hold makes
+	// one. After, when set, is the ID of this holder's last write whose
+	// answer never came (a time-out, a broken connection): this write then
+	// applies at the counter after the one it names too, if that write is
+	// the item's last (it was applied), so that one late answer does not
+	// make every later write fail against the holder's own. A write applied
+	// after a later one of the holder's (sent earlier, held up on its way)
+	// never matches: the item's last write is then the later one. A take
+	// removes the last write's ID.
+	ID    string
+	After string
+}
+
+// NewWriteID returns a random ID for a write (Write.ID).
+func NewWriteID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Hold writes as the holder of a shard's lease: owner me at counter (or
-// at the next one, see Write.Nonce). It moves the counter by one, and
+// at the next one, see Write.After). It moves the counter by one, and
 // returns the item as written. A condition that fails (the lease was taken)
 // returns ErrLost and changes nothing.
 func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {
@@ -400,7 +411,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 	values := map[string]types.AttributeValue{":me": str(me), ":c": num(counter), ":one": num(1)}
 	// A token of this write tells it apart from an earlier write of the
 	// same holder when its answer is lost (see applied).
-	token := newToken()
+	token := cmp.Or(w.ID, NewWriteID())
 	names["#w"] = attrWriteID
 	values[":w"] = str(token)
 	sets := []string{"#c = #c + :one", "#w = :w"}
@@ -426,10 +437,9 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		removes = append(removes, "#h", "#hn")
 	}
 	cond := "#o = :me AND #c = :c"
-	if w.Nonce != "" {
-		names["#on"] = attrOwnerNonce
-		values[":next"], values[":nonce"] = num(counter+1), str(w.Nonce)
-		cond = "#o = :me AND (#c = :c OR (#c = :next AND #on = :nonce))"
+	if w.After != "" {
+		values[":next"], values[":after"] = num(counter+1), str(w.After)
+		cond = "#o = :me AND (#c = :c OR (#c = :next AND #w = :after))"
 	}
 	if w.Release {
 		names["#on"] = attrOwnerNonce
@@ -491,27 +501,16 @@ func (t *Table) applied(ctx context.Context, streamARN, shardID, me string, coun
 	if w.Release {
 		owner = w.HandOver
 	}
-	if ok && w.HandOver != "" && it.Owner == me && w.holdsAt(it, counter) && (it.HandoffTo != w.HandOver || it.HandoffNonce != w.HandOverNonce) {
+	last := getS(raw, attrWriteID)
+	if ok && w.HandOver != "" && it.Owner == me && (it.Counter == counter || (w.After != "" && it.Counter == counter+1 && last == w.After)) &&
+		(it.HandoffTo != w.HandOver || it.HandoffNonce != w.HandOverNonce) {
 		return it, ErrWithdrawn
 	}
-	if !ok || it.Owner != owner || getS(raw, attrWriteID) != token {
+	applied := it.Counter == counter+1 || (w.After != "" && it.Counter == counter+2)
+	if !ok || it.Owner != owner || !applied || last != token {
 		return Shard{}, ErrLost
 	}
 	return it, nil
-}
-
-// holdsAt reports whether an item of the writer's (owner me) is at a
-// counter the write may apply at: the one it names, or the next one with
-// the writer's nonce (see Write.Nonce).
-func (w Write) holdsAt(it Shard, counter int64) bool {
-	return it.Counter == counter || (w.Nonce != "" && it.Counter == counter+1 && it.OwnerNonce == w.Nonce)
-}
-
-// newToken returns a random write id.
-func newToken() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // freeCondition holds for an item whose lease is free (#o: leaseOwner,
@@ -533,9 +532,9 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 	} else {
 		values[":none"] = str("")
 	}
-	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on"
+	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on, #w"
 	if nonce != "" {
-		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn"
+		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn, #w"
 		values[":nonce"] = str(nonce)
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -545,7 +544,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 		UpdateExpression:       aws.String(update),
 		ConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames: map[string]string{"#o": attrOwner, "#on": attrOwnerNonce, "#c": attrCounter,
-			"#h": attrHandoffTo, "#hn": attrHandoffNonce},
+			"#h": attrHandoffTo, "#hn": attrHandoffNonce, "#w": attrWriteID},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})

@@ -111,7 +111,7 @@ func (c *leaseCoordinator) takenOver(ctx context.Context) {
 	c.parallel(len(ws), func(i int) {
 		wctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 		defer cancel()
-		_ = c.free(wctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter}, ws[i].w)
+		_ = c.free(wctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter}, c.book.stamp(ws[i]).w)
 	})
 }
 
@@ -151,9 +151,10 @@ func (c *leaseCoordinator) writeAll(ctx context.Context, ws []leaseWrite) error 
 // their lease period). It returns the handover write that an ask in its
 // answer made due now.
 func (c *leaseCoordinator) write(ctx context.Context, w leaseWrite) (*leaseWrite, error) {
+	w = c.book.stamp(w)
 	sent := c.clock.Now()
 	wctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
-	it, err := c.table.Hold(wctx, c.st.ARN, w.shard(), c.me, w.counter, c.mine(w.w))
+	it, err := c.table.Hold(wctx, c.st.ARN, w.shard(), c.me, w.counter, w.w)
 	cancel()
 	if err != nil {
 		return nil, c.writeFailed(ctx, w, err)
@@ -278,7 +279,7 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 	// would be read again.
 	unreleased := map[string]lease.Write{}
 	c.parallel(len(ws), func(i int) {
-		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, ws[i].w); err != nil {
+		if err := c.free(ctx, lease.Shard{ShardID: ws[i].shard(), Counter: ws[i].counter, Checkpoint: ws[i].cp}, c.book.stamp(ws[i]).w); err != nil {
 			fail(err)
 			mu.Lock()
 			unreleased[ws[i].shard()] = ws[i].w
@@ -325,7 +326,7 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 // earlier write of this instance that failed without an answer is read
 // back; a lease someone else took is no error.
 func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Write) error {
-	_, err := c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, it.Counter, c.mine(w))
+	_, err := c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, it.Counter, w)
 	if errors.Is(err, lease.ErrLost) {
 		now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID)
 		if gerr != nil {
@@ -334,7 +335,7 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 		if !found || !c.view.mine(now) {
 			return nil
 		}
-		_, err = c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, now.Counter, c.mine(w))
+		_, err = c.table.Hold(ctx, c.st.ARN, it.ShardID, c.me, now.Counter, w)
 	}
 	if errors.Is(err, lease.ErrLost) {
 		return nil
@@ -343,15 +344,6 @@ func (c *leaseCoordinator) free(ctx context.Context, it lease.Shard, w lease.Wri
 		return fmt.Errorf("stream %s shard %s: releasing its lease: %w", c.st.Name, it.ShardID, err)
 	}
 	return nil
-}
-
-// mine makes w a write of this process (lease.Write.Nonce): one applied
-// whose answer never came does not make the next fail against it, which
-// under a slow table would leave a lease unwritten (a handover not made,
-// a checkpoint not stored) while every answer comes too late.
-func (c *leaseCoordinator) mine(w lease.Write) lease.Write {
-	w.Nonce = c.nonce
-	return w
 }
 
 // parallel calls do for 0 to n-1, leaseWriters at a time, and returns

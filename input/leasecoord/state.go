@@ -88,9 +88,10 @@ type heldLease struct {
 	// clearAsk is set when an instance known dead asked for the lease: the
 	// next write removes the ask, so that others may ask.
 	clearAsk bool
-	// uncertain is set when a write failed without an answer: it may have
-	// been applied, moving the counter (see leaseCoordinator.writeFailed).
-	uncertain bool
+	// lost is the ID of the last write that failed without an answer: it
+	// may have been applied, moving the counter (see lease.Write.After and
+	// leaseCoordinator.writeFailed). Empty when the last write answered.
+	lost string
 	// fencedAt is when the lease was first fenced since a reader was last
 	// granted it: renewals that come back too late to read it again do
 	// not reset it.
@@ -163,7 +164,7 @@ func (b *leaseBook) grant(c *leaseCoordinator, shardID string, stop context.Canc
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h, ok := b.held[shardID]
-	if !ok || h.state != leaseHeld || h.reader != nil || h.uncertain || now.Sub(b.validFrom(h)) >= b.period {
+	if !ok || h.state != leaseHeld || h.reader != nil || h.lost != "" || now.Sub(b.validFrom(h)) >= b.period {
 		return nil, false
 	}
 	g := &leaseGrant{c: c, h: h, cp: h.cp, stop: stop}
@@ -432,7 +433,7 @@ func (b *leaseBook) due(now time.Time, judge askerJudge) []leaseWrite {
 		switch h.state {
 		case leaseHeld, leaseFenced:
 			changed := !sameCheckpoint(h.cp, h.written)
-			if !changed && !h.clearAsk && !h.uncertain && h.state == leaseHeld {
+			if !changed && !h.clearAsk && h.lost == "" && h.state == leaseHeld {
 				continue // the heartbeat renews it
 			}
 			w := lease.Write{KeepAsked: !h.clearAsk}
@@ -472,7 +473,7 @@ func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
 		b.end(h, leaseReleased, nil)
 		return
 	}
-	h.counter, h.uncertain = it.Counter, false
+	h.counter, h.lost = it.Counter, ""
 	if sent.After(h.renewed) {
 		h.renewed = sent
 	}
@@ -507,7 +508,7 @@ func (b *leaseBook) withdrawn(w leaseWrite) {
 func (b *leaseBook) uncertain(w leaseWrite) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	w.h.uncertain = true
+	w.h.lost = w.w.ID
 }
 
 // isUncertain reports whether an earlier write of w's lease failed
@@ -515,17 +516,31 @@ func (b *leaseBook) uncertain(w leaseWrite) {
 func (b *leaseBook) isUncertain(w leaseWrite) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return w.h.uncertain
+	return w.h.lost != ""
+}
+
+// stamp gives w an ID of its own, and the ID of the last write of its
+// lease that failed without an answer (lease.Write.After): w applies one
+// counter on if that write was applied, and is its item's last.
+func (b *leaseBook) stamp(w leaseWrite) leaseWrite {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w.w.ID, w.w.After = lease.NewWriteID(), w.h.lost
+	return w
 }
 
 // recount takes the counter of w's lease as read back from its item,
 // still this instance's after a write without an answer: the next write
-// is conditional on it, and stores the checkpoint again.
+// is conditional on it, and stores the checkpoint again. The write without
+// an answer stays the one the next names (lease.Write.After) until a write
+// answers: it may still be on its way, and land after the read (sim seed
+// 422: it did, and the next write, one counter behind it, found the lease
+// "taken").
 func (b *leaseBook) recount(w leaseWrite, counter int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if h := w.h; b.held[h.shard] == h {
-		h.counter, h.uncertain = counter, false
+		h.counter = counter
 		h.written = checkpoint.Checkpoint{}
 	}
 }
