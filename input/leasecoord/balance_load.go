@@ -292,7 +292,7 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 		waits := math.Inf(1)
 		if !byCount {
 			for _, c := range b.askable[g] {
-				if l := b.weight(c); c.dwelling && l > 0 && a+l <= b.load[g]-b.margin {
+				if l := b.weight(c); c.dwelling && b.byLoad(c, g, asker) {
 					waits = min(waits, math.Abs(b.load[g]-l-(a+l)))
 				}
 			}
