@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,8 +68,10 @@ func TestLintTypesVerbose(t *testing.T) {
 	if err := app.RunContext(context.Background(), []string{"benthos", "lint", "--verbose", bad, good}); err == nil {
 		t.Fatal("lint passed a value of the wrong type")
 	}
-	if want := bad + ": FAILED\n" + good + ": OK\n"; stdout.String() != want {
-		t.Fatalf("verdicts %q, want %q", stdout.String(), want)
+	// Coloured when the test's stdout is a terminal.
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(stdout.String(), "")
+	if want := bad + ": FAILED\n" + good + ": OK\n"; plain != want {
+		t.Fatalf("verdicts %q, want %q", plain, want)
 	}
 	if !strings.Contains(stderr.String(), bad+"(4,19) field strict_order: sure") {
 		t.Fatalf("lints %q", stderr.String())

@@ -2,6 +2,7 @@ package input
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,10 +58,16 @@ func globTree(pattern string) ([]string, error) {
 	if dir == "" {
 		dir = "."
 	}
+	// WalkDir does not enter a root that is a symbolic link to a
+	// directory; Benthos's walk (of run's -r) does.
+	walk := dir
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		walk = dir + string(filepath.Separator)
+	}
 	var out []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(walk, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if path == dir {
+			if path == walk {
 				return fs.SkipAll // no such directory: nothing matches
 			}
 			return nil

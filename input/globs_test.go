@@ -53,6 +53,13 @@ func TestExpandGlobsAsBenthosReadsThem(t *testing.T) {
 			t.Errorf("%v: %v, want %v", c.patterns, got, c.want)
 		}
 	}
+	// A directory reached by a symbolic link is walked as run walks it.
+	if err := os.Symlink(filepath.Join(dir, "res"), filepath.Join(dir, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := expandGlobs(in("linked/**/d.yaml")); err != nil || !slices.Equal(got, in("linked/deep/er/d.yaml")) {
+		t.Errorf("through a symbolic link: %v, %v", got, err)
+	}
 	// A relative pattern walks the working directory's tree.
 	t.Chdir(dir)
 	got, err := expandGlobs([]string{"**/d.yaml", "main.yaml"})
