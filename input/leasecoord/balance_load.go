@@ -355,8 +355,11 @@ func (b *loadBook) byLoad(c claim, giver, asker string) bool {
 	if l <= 0 || a+l > g-b.margin {
 		return false
 	}
+	// After the move the asker holds count[asker]+1 and the giver
+	// count[giver]-1: the count rule moves a lease back only if the asker
+	// then holds two more.
 	if b.count[asker]+1 < b.count[giver]-1+2 {
-		return true // the counts, after the move, leave the count rule nothing to move back
+		return true
 	}
 	for _, x := range b.askable[asker] {
 		if x.dwelling && g-l+b.weight(x) <= a+l-b.lease/2 {
