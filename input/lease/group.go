@@ -163,8 +163,8 @@ func (g *grouped) GetWorker(ctx context.Context, streamARN, id string) (Worker, 
 	return g.st.GetWorker(ctx, g.id(streamARN), id)
 }
 
-func (g *grouped) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
-	return g.st.RemoveWorker(ctx, g.id(streamARN), id, counter)
+func (g *grouped) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
+	return g.st.RemoveWorker(ctx, g.id(streamARN), seen)
 }
 
 func (g *grouped) Leave(ctx context.Context, streamARN, me string) error {

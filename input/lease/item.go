@@ -38,6 +38,7 @@ const (
 	attrLoads        = "shardLoads"             // worker items: bytes/s read of each shard held
 	attrConfig       = "pipelineConfig"         // worker items: a digest of each part of the pipeline's config
 	attrHeld         = "leasesHeld"             // worker items: the shards whose leases the heartbeat renews
+	attrBorn         = "workerBorn"             // worker items: a random id of the heartbeat that wrote the item anew
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
@@ -117,6 +118,11 @@ type Worker struct {
 	// processes started with one instance id write two nonces. Empty on an
 	// item written before nonces were.
 	Nonce string
+	// Born is a random id of the heartbeat that wrote the item anew (see
+	// Presence.Born): an item removed as dead and written again by its
+	// process is another item, whatever its counter. Empty on an item
+	// written before it was kept.
+	Born string
 	// Loads is the measured load, in bytes a second written to the shard,
 	// of each shard the instance held at its last heartbeat: what
 	// balancing by load weighs.
@@ -152,6 +158,13 @@ type Presence struct {
 	// a worker item written anew starts its counter past every value an
 	// item of the process had (see counterBase).
 	Beat int64
+	// Born is a random id of this heartbeat (NewWriteID), kept as the
+	// item's Worker.Born if it writes the item anew. Counters alone do not
+	// tell items apart: a heartbeat held up on its way, or applied twice
+	// by a retry, can write an item anew at a counter its removed
+	// predecessor had, and a removal conditional on that counter alone
+	// would delete the live item (sim seed 58075).
+	Born string
 }
 
 // counterBase is where the counter of a worker item written by the
@@ -172,7 +185,7 @@ func counterBase(p Presence) int64 {
 // measured.
 func decodeWorker(item map[string]types.AttributeValue) Worker {
 	n, _ := getN(item, attrCounter)
-	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce)}
+	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce), Born: getS(item, attrBorn)}
 	if l, ok := item[attrHeld].(*types.AttributeValueMemberL); ok {
 		w.Listed = true
 		w.Held = make(map[string]bool, len(l.Value))

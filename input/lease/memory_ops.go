@@ -298,6 +298,9 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence
 		attrCounter: num(n + 1), attrNonce: str(p.Nonce), attrLoads: encodeLoads(p.Loads), attrHeld: encodeHeld(p.Held),
 	}
 	var remove []string
+	if p.Born != "" && !has(item, attrBorn) {
+		set[attrBorn] = str(p.Born)
+	}
 	if p.Config != nil {
 		set[attrConfig] = encodeConfig(p.Config)
 	} else {
@@ -321,15 +324,15 @@ func (m *Memory) GetWorker(ctx context.Context, streamARN, id string) (w Worker,
 	return decodeWorker(item), true, nil
 }
 
-// RemoveWorker deletes the worker item of instance id while its counter is
-// counter; otherwise it does nothing.
-func (m *Memory) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
+// RemoveWorker deletes the worker item of an instance while it is the item
+// seen (its counter and Born); otherwise it does nothing.
+func (m *Memory) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
 	if err := m.enter(ctx, "RemoveWorker"); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
-	key := workerKey(streamARN, id)
-	if eqN(m.items[key], attrCounter, counter) {
+	key := workerKey(streamARN, seen.ID)
+	if item := m.items[key]; eqN(item, attrCounter, seen.Counter) && getS(item, attrBorn) == seen.Born {
 		delete(m.items, key)
 	}
 	return nil

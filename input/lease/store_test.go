@@ -161,6 +161,19 @@ func conformanceScript() []step {
 		{"heartbeat listing the leases held", heartbeatHeld("a", "n1", 7, s1, s0), "", nil},
 		{"an item written again starts past the process's last counter", worker("a"), "a counter=8 nonce=n1 held=[shardId-000000000000 shardId-000000000001]", nil},
 		{"remove it again", removeWorker("a", 8), "", nil},
+		{"a heartbeat writes the item anew", heartbeatBorn("a", "n1", 8, "h9"), "", nil},
+		{"born of that heartbeat", worker("a"), "a counter=9 nonce=n1 born=h9", nil},
+		{"a later heartbeat keeps it", heartbeatBorn("a", "n1", 9, "h10"), "", nil},
+		{"still born of the first", worker("a"), "a counter=10 nonce=n1 born=h9", nil},
+		{"removed at its counter", removeWorker("a", 10), "", nil},
+		{"a heartbeat held up on its way writes it anew at that counter", heartbeatBorn("a", "n1", 9, "h11"), "", nil},
+		{"the same counter, another item", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
+		{"a removal of the item seen before", removeWorker("a", 10, "h9"), "", nil},
+		{"does not remove the new item", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
+		{"a removal of an item without born", removeWorker("a", 10, ""), "", nil},
+		{"does not remove one with it", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
+		{"a removal of the new item", removeWorker("a", 10, "h11"), "", nil},
+		{"removes it", worker("a"), "none", nil},
 		{"heartbeat of b", heartbeat("b", "n3", false), "", nil},
 		{"heartbeat of c", heartbeat("c", "n4", false), "", nil},
 		{"heartbeat with loads", heartbeatLoads("c", "n4", map[string]float64{s0: 2048.4, s1: 0}), "", nil},
@@ -382,6 +395,9 @@ func worker(id string) func(context.Context, Store) (string, error) {
 			return "none", err
 		}
 		out := fmt.Sprintf("%s counter=%d nonce=%s", w.ID, w.Counter-counterBase(Presence{Nonce: workerBases[id]}), w.Nonce)
+		if w.Born != "" {
+			out += " born=" + w.Born
+		}
 		if len(w.Held) > 0 {
 			out += fmt.Sprintf(" held=%v", slices.Sorted(maps.Keys(w.Held)))
 		}
@@ -402,9 +418,25 @@ func worker(id string) func(context.Context, Store) (string, error) {
 // are shown from: the first to write its item (see counterBase).
 var workerBases = map[string]string{"a": "n1", "b": "n3", "c": "n4"}
 
-func removeWorker(id string, counter int64) func(context.Context, Store) (string, error) {
+// removeWorker removes the worker item of id as seen at counter: of the
+// item there now (its Born), or, with born, of another one.
+func removeWorker(id string, counter int64, born ...string) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		return "", st.RemoveWorker(ctx, arn, id, counter+counterBase(Presence{Nonce: workerBases[id]}))
+		seen := Worker{ID: id, Counter: counter + counterBase(Presence{Nonce: workerBases[id]})}
+		if len(born) > 0 {
+			seen.Born = born[0]
+		} else if now, ok, err := st.GetWorker(ctx, arn, id); err != nil {
+			return "", err
+		} else if ok {
+			seen.Born = now.Born
+		}
+		return "", st.RemoveWorker(ctx, arn, seen)
+	}
+}
+
+func heartbeatBorn(me, nonce string, beat int64, born string) func(context.Context, Store) (string, error) {
+	return func(ctx context.Context, st Store) (string, error) {
+		return "", st.Heartbeat(ctx, arn, me, Presence{Nonce: nonce, Beat: beat, Born: born}, false)
 	}
 }
 

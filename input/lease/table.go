@@ -656,9 +656,16 @@ func (t *Table) Heartbeat(ctx context.Context, streamARN, me string, p Presence,
 	names := map[string]string{
 		"#k2": attrKind, "#s": attrStream, "#o": attrOwner, "#c": attrCounter, "#n": attrNonce, "#l": attrLoads, "#hl": attrHeld,
 	}
+	if p.Born != "" {
+		set += ", #b = if_not_exists(#b, :born)"
+		names["#b"] = attrBorn
+	}
 	values := map[string]types.AttributeValue{
 		":kind": str(kindWorker), ":s": str(streamARN), ":me": str(me), ":base": num(counterBase(p)), ":one": num(1), ":nonce": str(p.Nonce),
 		":loads": encodeLoads(p.Loads), ":held": encodeHeld(p.Held),
+	}
+	if p.Born != "" {
+		values[":born"] = str(p.Born)
 	}
 	names["#cf"] = attrConfig
 	if p.Config != nil {
@@ -698,21 +705,30 @@ func (t *Table) GetWorker(ctx context.Context, streamARN, id string) (w Worker, 
 	return decodeWorker(item), true, nil
 }
 
-// RemoveWorker deletes the worker item of instance id on a stream while its
-// counter is still counter: the presence of a dead instance, removed by
-// anyone once it expired. An item that moved on (the instance lives, or
-// came back) or is gone already stays as it is, and that is no error.
-func (t *Table) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
+// RemoveWorker deletes the worker item of an instance on a stream while it
+// is still the item seen: at the counter seen, and born of the same
+// heartbeat (Worker.Born). The presence of a dead instance, removed by
+// anyone once it expired. An item that moved on (the instance lives), was
+// written anew (it came back), or is gone already stays as it is, and that
+// is no error.
+func (t *Table) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
+	cond := "#c = :c AND #b = :b"
+	names := map[string]string{"#c": attrCounter, "#b": attrBorn}
+	values := map[string]types.AttributeValue{":c": num(seen.Counter), ":b": str(seen.Born)}
+	if seen.Born == "" {
+		cond = "#c = :c AND attribute_not_exists(#b)"
+		delete(values, ":b")
+	}
 	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		Key:                       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, id))},
-		ConditionExpression:       aws.String("#c = :c"),
-		ExpressionAttributeNames:  map[string]string{"#c": attrCounter},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": num(counter)},
+		Key:                       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, seen.ID))},
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if err != nil && !conditionFailed(err) {
-		return t.fail("removing the presence of expired instance "+id, err)
+		return t.fail("removing the presence of expired instance "+seen.ID, err)
 	}
 	return nil
 }

@@ -510,7 +510,7 @@ func TestRemoveWorker(t *testing.T) {
 	if _, ok, err := tb.GetWorker(ctx, arn, "a"); ok || err != nil {
 		t.Fatalf("worker never written: %v, %v; want none", ok, err)
 	}
-	if err := tb.RemoveWorker(ctx, arn, "a", 1); err != nil {
+	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: 1}); err != nil {
 		t.Fatalf("remove of a missing worker: %v", err)
 	}
 	for range 2 {
@@ -519,13 +519,13 @@ func TestRemoveWorker(t *testing.T) {
 		}
 	}
 	base := counterBase(Presence{Nonce: "n"})
-	if err := tb.RemoveWorker(ctx, arn, "a", base+1); err != nil {
+	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 1}); err != nil {
 		t.Fatalf("remove at a counter the worker moved past: %v", err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); !ok {
 		t.Fatal("a worker that moved on was removed")
 	}
-	if err := tb.RemoveWorker(ctx, arn, "a", base+2); err != nil {
+	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); ok {

@@ -65,7 +65,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	defer cancel()
 	sent := c.clock.Now()
 	listed, loads := c.book.presence()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats}, false)
+	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats, Born: lease.NewWriteID()}, false)
 	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		c.takenOver(ctx)

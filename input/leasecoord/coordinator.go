@@ -257,7 +257,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 			if !ok {
 				break // it left, or was removed as dead
 			}
-			if now.Nonce != w.Nonce || now.Counter != w.Counter {
+			if now.Nonce != w.Nonce || now.Counter != w.Counter || now.Born != w.Born {
 				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
 					c.st.Name, c.me, c.table.Name(), watch)
 			}
@@ -266,10 +266,11 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	sent := c.clock.Now()
-	if err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config, Held: []string{}, Beat: c.beats}, true); err != nil {
+	err = c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config, Held: []string{}, Beat: c.beats, Born: lease.NewWriteID()}, true)
+	c.beats++ // sent: it may have been applied, whatever the answer
+	if err != nil {
 		return err
 	}
-	c.beats++
 	c.lastBeat = sent
 	return nil
 }

@@ -247,7 +247,7 @@ func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, ite
 		if !ok {
 			seen, known := c.view.sighting(it.Owner)
 			w, found, err := c.table.GetWorker(ctx, c.st.ARN, it.Owner)
-			r = read{w: w, err: err, moved: found && known && w.Nonce == seen.nonce && w.Counter != seen.counter,
+			r = read{w: w, err: err, moved: found && known && w.Nonce == seen.nonce && !seen.is(w),
 				fresh: found && !known}
 			switch {
 			case r.moved:
@@ -391,7 +391,7 @@ func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
 	dead := c.view.deadWorkers(now)
 	c.parallel(len(dead), func(i int) {
 		w := dead[i]
-		if err := c.table.RemoveWorker(ctx, c.st.ARN, w.ID, w.Counter); err != nil {
+		if err := c.table.RemoveWorker(ctx, c.st.ARN, w); err != nil {
 			if ctx.Err() == nil {
 				c.st.Log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.Name, w.ID, err)
 			}

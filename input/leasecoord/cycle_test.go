@@ -87,3 +87,54 @@ func TestLeaseHeldIsNotTakenAgainFromAStaleScan(t *testing.T) {
 		t.Fatal("the first grant lapsed")
 	}
 }
+
+// TestWorkerWrittenAgainAtACounterItHadIsAnotherItem: b saw a's worker
+// item at some counter, and a stopped moving; another instance removed the
+// item as dead, and a heartbeat of a held up on its way (or retried after
+// an answer lost) wrote it anew at that very counter, listing s0. To b that
+// item is not the one it saw: its removal as dead leaves it, and s0, which
+// it renews, is not taken as expired. (Before, counters alone told items
+// apart: b's removal deleted the live item, and b's read of it found it
+// unmoved, so a lease of a live instance was taken while its grant ran:
+// two readers of one shard, sim seed 58075.)
+func TestWorkerWrittenAgainAtACounterItHadIsAnotherItem(t *testing.T) {
+	t.Parallel()
+	const period = time.Minute
+	ctx := t.Context()
+	m := lease.NewMemory()
+	b := storeCoordinator(t, m, "b", period, "s0")
+	beat := func(born string) {
+		t.Helper()
+		if err := m.Heartbeat(ctx, testARN, "a", lease.Presence{Nonce: "na", Held: []string{"s0"}, Beat: 7, Born: born}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat("h1")
+	sc, err := m.Scan(ctx, testARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenAt := time.Now()
+	b.view.observe(sc, seenAt)
+	seen, ok := b.view.sighting("a")
+	if !ok {
+		t.Fatal("b did not see a's item")
+	}
+	if err := m.RemoveWorker(ctx, testARN, lease.Worker{ID: "a", Counter: seen.counter, Born: seen.born}); err != nil {
+		t.Fatal(err)
+	}
+	beat("h2") // the same Beat: the same counter
+	now, ok, err := m.GetWorker(ctx, testARN, "a")
+	if err != nil || !ok || now.Counter != seen.counter {
+		t.Fatalf("a's item written anew: %+v, %v, %v; want it at counter %d", now, ok, err, seen.counter)
+	}
+
+	b.removeDead(ctx, seenAt.Add(2*period))
+	if _, ok, err := m.GetWorker(ctx, testARN, "a"); err != nil || !ok {
+		t.Errorf("b removed a's item written anew as the dead one it saw: %v, %v", ok, err)
+	}
+	it := lease.Shard{Stream: testARN, ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 3}
+	if take := b.confirmExpired(ctx, []claim{{shard: "s0", owner: "a", expired: true}}, map[string]lease.Shard{"s0": it}); len(take) != 0 {
+		t.Errorf("b takes s0 of a as expired although a's item, written anew, lists it: %+v", take)
+	}
+}

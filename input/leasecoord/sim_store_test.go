@@ -276,9 +276,9 @@ func (s *simStore) GetWorker(ctx context.Context, streamARN, id string) (lease.W
 	return got.w, got.ok, err
 }
 
-func (s *simStore) RemoveWorker(ctx context.Context, streamARN, id string, counter int64) error {
+func (s *simStore) RemoveWorker(ctx context.Context, streamARN string, seen lease.Worker) error {
 	_, err := simCall(s, ctx, "RemoveWorker", func() (struct{}, error) {
-		return struct{}{}, s.t.mem.RemoveWorker(context.Background(), streamARN, id, counter)
+		return struct{}{}, s.t.mem.RemoveWorker(context.Background(), streamARN, seen)
 	})
 	return err
 }

@@ -84,10 +84,17 @@ type askMade struct {
 type workerSighting struct {
 	nonce   string
 	counter int64
+	born    string // lease.Worker.Born: with counter, which item was seen
 	at      time.Time
 	moved   bool
 	held    map[string]bool
 	listed  bool
+}
+
+// is reports whether w is the item seen, unmoved: the same counter of the
+// same item (one removed and written again may repeat a counter).
+func (s workerSighting) is(w lease.Worker) bool {
+	return s.counter == w.Counter && s.born == w.Born
 }
 
 // renews reports whether the worker's last heartbeat renewed the lease of
@@ -192,11 +199,11 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		switch {
 		case ok && s.nonce != w.Nonce:
 			v.died(w.ID, s.nonce, now) // another process of the name replaced it
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now}
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now}
 		case !ok:
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now}
-		case s.counter != w.Counter:
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true}
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now}
+		case !s.is(w):
+			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true}
 			delete(v.dead[w.ID], w.Nonce) // it came back
 		}
 		s.held, s.listed = w.Held, w.Listed
@@ -239,10 +246,10 @@ func (v *leaseView) sawWorker(w lease.Worker, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s, ok := v.workers[w.ID]
-	if !ok || s.nonce != w.Nonce || s.counter == w.Counter {
+	if !ok || s.nonce != w.Nonce || s.is(w) {
 		return
 	}
-	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true, held: w.Held, listed: w.Listed}
+	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true, held: w.Held, listed: w.Listed}
 }
 
 // watchWorker records a worker item read alone that this instance had not
@@ -254,7 +261,7 @@ func (v *leaseView) watchWorker(w lease.Worker, now time.Time) {
 	if s, ok := v.workers[w.ID]; ok && s.nonce == w.Nonce {
 		return
 	}
-	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, at: now, moved: true, held: w.Held, listed: w.Listed}
+	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true, held: w.Held, listed: w.Listed}
 }
 
 // sighting returns the worker item of an instance as last seen.
@@ -467,7 +474,7 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 	var dead []lease.Worker
 	for id, s := range v.workers {
 		if id != v.me && now.Sub(s.at) >= v.period {
-			dead = append(dead, lease.Worker{ID: id, Counter: s.counter, Nonce: s.nonce})
+			dead = append(dead, lease.Worker{ID: id, Counter: s.counter, Nonce: s.nonce, Born: s.born})
 		}
 	}
 	sortWorkers(dead)
