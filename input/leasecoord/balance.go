@@ -18,6 +18,9 @@ type claim struct {
 	asked   string // the instance that asked its owner for it, if any
 	// dwelling: it changed hands within the dwell: not moved by load.
 	dwelling bool
+	// left: the instance it last left, if known: a move by load does not
+	// make a lease go back there (loadBook.byLoad).
+	left string
 	// load is the shard's throughput in bytes/s, smoothed, as its holder
 	// published it; measured says whether it did (a free shard, or one
 	// whose holder has no figure yet, is not measured: load is then 0).

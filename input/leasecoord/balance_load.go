@@ -54,7 +54,8 @@ const (
 //     lease did not change hands within the dwell (leaseView.dwelling),
 //     the two do not hold alike leases only (alikeSpread), and the move
 //     leaves the count rule no lease of the asker's that changed hands
-//     within the dwell to move back to the giver (loadBook.byLoad), or
+//     within the dwell, or that left the giver, to move to the giver, nor
+//     the load rule one that left the giver (loadBook.byLoad), or
 //     by count: the giver holds at least two leases more and
 //     a+l <= g - m/2, m the mean lease weight (the counts even out and the
 //     busier side drops by at least half an average lease, more than
@@ -63,7 +64,9 @@ const (
 //     its lease's dwell, nor asks a less loaded giver while the most
 //     loaded one with a lease worth moving to it has only leases that
 //     dwell (it would be undone once the dwell is over): it asks nothing
-//     that pass, for at most the dwell.
+//     that pass, for at most the dwell. The plan counts the move it waits
+//     for as made, so that a busier asker does not ask that giver
+//     meanwhile for a lease the giver would ask back once the move came.
 //
 // Why it settles rather than fights: judged on the table as it is (an ask
 // of me's is made only if it is worth it with no other instance's planned
@@ -75,9 +78,13 @@ const (
 // asker busier than its giver was, so it makes no new busiest instance,
 // and while rates stay its lease is not asked back: that would need the
 // asker, after the move, to be clearly busier than the giver was before
-// it, which the move ruled out. Rates that wander by less than the margins
-// move a lease only where a split sat at a margin (the tests see a few such
-// moves in hundreds of cycles, none back).
+// it, which the move ruled out. Nor does it make another lease go back to
+// the giver, one that left it earlier: the asker, after the move, may be
+// the busier of the two (by up to the lease less the margin), but not so
+// much busier that a lease that came from the giver is worth moving back.
+// Rates that wander by less than the margins move a lease only where a
+// split sat at a margin (the tests see a few such moves in hundreds of
+// cycles, none back).
 //
 // With no lease measured, or less than loadFloor measured in all, it is
 // balance.
@@ -241,10 +248,22 @@ func (b *loadBook) planAsks(steals int) (asks []planned) {
 		slices.SortFunc(askers, b.lighter)
 		n := len(asks)
 		for _, id := range askers {
-			if c, ok := b.bestAsk(id, got); ok {
+			c, ok, waited := b.bestAsk(id, got)
+			switch {
+			case ok:
 				got[[2]string{id, c.owner}] = true
 				b.move(c, id)
 				asks = append(asks, planned{c, id})
+			case waited:
+				// The asker waits out c's dwell, and asks for it then:
+				// the plan counts it as made, so that no busier asker
+				// asks c's giver meanwhile for a lease that the giver,
+				// once c is gone, asks back (sim seed 501641: i1 asked
+				// i3 for a lease while an instance with none waited for
+				// i3's heavy one; once that moved, i3 asked i1's back
+				// 11 s on).
+				got[[2]string{id, c.owner}] = true
+				b.move(c, id)
 			}
 		}
 		if len(asks) == n {
@@ -269,8 +288,9 @@ func (b *loadBook) lighter(x, y string) int {
 // with a lease worth moving to it, the one whose move leaves the two
 // closest; none while a closer move by load waits out its lease's dwell,
 // nor while that holder's only move by load does (a lease worth moving to
-// it but for its dwell makes it that holder).
-func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
+// it but for its dwell makes it that holder): then waited is set, and next is
+// the dwelling lease it waits for.
+func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (next claim, ok, waited bool) {
 	givers := make([]string, 0, len(b.askable))
 	for id := range b.askable {
 		if id != asker && !got[[2]string{id, asker}] {
@@ -290,10 +310,13 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 		// heavy one dwelt, then the heavy one moved, then the light one
 		// went back 11 s on).
 		waits := math.Inf(1)
+		var waitFor claim
 		if !byCount {
 			for _, c := range b.askable[g] {
 				if l := b.weight(c); c.dwelling && b.byLoad(c, g, asker) {
-					waits = min(waits, math.Abs(b.load[g]-l-(a+l)))
+					if d := math.Abs(b.load[g] - l - (a + l)); d < waits || (d == waits && c.shard < waitFor.shard) {
+						waits, waitFor = d, c
+					}
 				}
 			}
 		}
@@ -311,9 +334,9 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 			}
 			if !math.IsInf(gap, 1) {
 				if !dwelling && waits < gap {
-					return claim{}, false
+					return waitFor, false, true
 				}
-				return best, true
+				return best, true, false
 			}
 		}
 		// Nothing to move from g now but a move by load waiting out its
@@ -324,10 +347,10 @@ func (b *loadBook) bestAsk(asker string, got map[[2]string]bool) (claim, bool) {
 		// while i4's dwelt, then i4's moved, then i3 asked the light one
 		// back 11 s on).
 		if !math.IsInf(waits, 1) {
-			return claim{}, false
+			return waitFor, false, true
 		}
 	}
-	return claim{}, false
+	return claim{}, false, false
 }
 
 // worthMoving reports whether lease c is worth moving from giver to
@@ -344,25 +367,30 @@ func (b *loadBook) worthMoving(c claim, giver, asker string, byCount bool) bool 
 
 // byLoad reports whether lease c is worth moving from giver to asker by
 // load, its own dwell aside: the move lowers the busier side of the pair
-// clearly, and leaves the count rule no lease that changed hands within
-// the dwell to move from the asker to the giver. (A move by load may leave
-// its asker busier than the giver and holding two leases more: the count
-// rule then moves one of the asker's back, one that it just took from the
-// giver, maybe: the lease goes back where it came from, and the two moves
-// make a swap that one move of the difference would have made.)
+// clearly, and leaves no lease of the asker's to move to the giver that
+// changed hands within the dwell (by count) or that left the giver (by
+// count or by load). (A move by load may leave its asker busier than the
+// giver, by up to the lease less the margin, and holding two leases more:
+// the count rule, or the load rule, then moves one of the asker's to the
+// giver, one that it took from the giver, maybe: the lease goes back where
+// it came from, and the two moves make a swap (sim seed 16581: by count,
+// a lease just taken; seed 76660: by load, a lease taken 11 s before,
+// its dwell just over).)
 func (b *loadBook) byLoad(c claim, giver, asker string) bool {
 	l, a, g := b.weight(c), b.load[asker], b.load[giver]
 	if l <= 0 || a+l > g-b.margin {
 		return false
 	}
 	// After the move the asker holds count[asker]+1 and the giver
-	// count[giver]-1: the count rule moves a lease back only if the asker
-	// then holds two more.
-	if b.count[asker]+1 < b.count[giver]-1+2 {
-		return true
-	}
+	// count[giver]-1: the count rule may move a lease of the asker's to
+	// the giver only if the asker then holds two more.
+	byCount := b.count[asker]+1 >= b.count[giver]-1+2
 	for _, x := range b.askable[asker] {
-		if x.dwelling && g-l+b.weight(x) <= a+l-b.lease/2 {
+		back := g - l + b.weight(x)
+		if byCount && (x.dwelling || x.left == giver) && back <= a+l-b.lease/2 {
+			return false
+		}
+		if x.left == giver && back <= a+l-b.margin {
 			return false
 		}
 	}

@@ -26,7 +26,8 @@ type loadSim struct {
 	rate     []float64 // bytes/s by shard
 	owner    []string
 	asked    []string
-	since    []int // the round from which each shard's holder holds it
+	left     []string // the instance each shard's lease last left
+	since    []int    // the round from which each shard's holder holds it
 	steals   int
 	together bool
 	// lag is how many rounds a new holder takes to publish a shard's load;
@@ -39,7 +40,7 @@ type loadSim struct {
 
 func newLoadSim(instances int, rate []float64, owner []string, steals int) *loadSim {
 	s := &loadSim{live: map[string]bool{}, rate: slices.Clone(rate), owner: slices.Clone(owner),
-		asked: make([]string, len(rate)), since: make([]int, len(rate)), steals: steals, rng: rand.New(rand.NewPCG(3, 4))}
+		asked: make([]string, len(rate)), left: make([]string, len(rate)), since: make([]int, len(rate)), steals: steals, rng: rand.New(rand.NewPCG(3, 4))}
 	if s.owner == nil {
 		s.owner = make([]string, len(rate))
 	}
@@ -57,7 +58,7 @@ func newLoadSim(instances int, rate []float64, owner []string, steals int) *load
 func (s *loadSim) claims() []claim {
 	var cl []claim
 	for i, o := range s.owner {
-		c := claim{shard: fmt.Sprint(i), owner: o, asked: s.asked[i]}
+		c := claim{shard: fmt.Sprint(i), owner: o, asked: s.asked[i], left: s.left[i]}
 		if (o != "" && s.round-s.since[i] >= s.lag) || (o == "" && s.freeKnown) {
 			c.load, c.measured = s.rate[i], true
 		}
@@ -82,6 +83,9 @@ func (s *loadSim) step(t *testing.T) (moves int) {
 		}
 		for _, c := range take {
 			if i := index(c.shard); s.owner[i] == c.owner {
+				if c.owner != "" {
+					s.left[i] = c.owner
+				}
 				s.owner[i], s.asked[i], s.since[i] = me, "", s.round
 			}
 		}
@@ -94,6 +98,7 @@ func (s *loadSim) step(t *testing.T) (moves int) {
 	s.round++
 	for i, a := range s.asked {
 		if a != "" {
+			s.left[i] = s.owner[i]
 			s.owner[i], s.asked[i], s.since[i] = a, "", s.round
 			moves++
 		}
@@ -683,10 +688,14 @@ func TestBalanceLoadNoMoveTheCountUndoes(t *testing.T) {
 	if _, ask := balanceLoad("i2", claims, live, 4); !slices.Equal(shards(ask), []string{"s2"}) {
 		t.Fatalf("i2 asked for %v; want s2", shards(ask))
 	}
-	// Why: with s2 coming to i4, j5 asks s0 back by count.
-	claims[2].asked = "i4"
-	if _, ask := balanceLoad("j5", claims, live, 4); !slices.Equal(shards(ask), []string{"s0"}) {
-		t.Fatalf("with s2 asked by i4, j5 asked for %v; want s0 (by count: 3 leases against 1)", shards(ask))
+	// Why: with s2 at i4, the count rule moves s0 back to j5 (3 leases
+	// against 1). (Whether j5 asks for it then depends on i2 too, which
+	// waits for s4 of i4's.)
+	claims[2].owner = "i4"
+	weight, _ := leaseWeights(claims)
+	b := newLoadBook("j5", claims, live, weight)
+	if !b.worthMoving(claims[0], "i4", "j5", true) {
+		t.Fatalf("with s2 at i4, s0 is not worth moving back to j5 by count; the test no longer shows why i4 must not ask for s2")
 	}
 }
 
@@ -727,5 +736,80 @@ func TestBalanceLoadWaitsForTheBusiestGiver(t *testing.T) {
 	claims[3].owner = "i2"
 	if _, ask := balanceLoad("i3", claims, live, 4); !slices.Equal(shards(ask), []string{"s3"}) {
 		t.Fatalf("with s2 and s3 moved to i2, i3 asked for %v; want s3 back", shards(ask))
+	}
+}
+
+// TestBalanceLoadNoMoveThatSendsALeaseBack: i1 holds s1 (4.0 KB/s), s5
+// (1.0) and s3 (1.1), which it took from i3 11 s ago (its dwell is over);
+// i3 holds s4 (5.3) and s7 (7.4). Moving s4 to i1 lowers i3 clearly (12.7
+// to 7.4, i1 to 11.5), but leaves i1 busier than i3 by more than s3 and
+// the margin: i3 then asks s3 back, by load (and by count: i1 would hold
+// four leases against one), to the instance it left: the two moves make a
+// swap (sim seed 76660, in the calm: s3 went i3 to i1 at 38.6 s, back at
+// 50.1 s). i1 does not ask for s4; without s3 having come from i3 it would.
+func TestBalanceLoadNoMoveThatSendsALeaseBack(t *testing.T) {
+	live := map[string]bool{"i0": true, "i1": true, "i2": true, "i3": true}
+	claims := []claim{
+		{shard: "s0", owner: "i0", load: 5290, measured: true},
+		{shard: "s1", owner: "i1", load: 4023, measured: true, left: "i0"},
+		{shard: "s2", owner: "i2", load: 16483, measured: true, left: "i0"},
+		{shard: "s3", owner: "i1", load: 1132, measured: true, left: "i3"},
+		{shard: "s4", owner: "i3", load: 5343, measured: true, left: "i0"},
+		{shard: "s5", owner: "i1", load: 1030, measured: true, left: "i0"},
+		{shard: "s6", owner: "i0", load: 5040, measured: true},
+		{shard: "s7", owner: "i3", load: 7370, measured: true},
+	}
+	for _, me := range []string{"i0", "i1", "i2", "i3"} {
+		if _, ask := balanceLoad(me, claims, live, 4); len(ask) != 0 {
+			t.Fatalf("%s asked for %v; want nothing (s4 to i1 would send s3 back to i3)", me, shards(ask))
+		}
+	}
+	// Why: with s4 coming to i1, i3 asks s3 back.
+	claims[4].asked = "i1"
+	if _, ask := balanceLoad("i3", claims, live, 4); !slices.Equal(shards(ask), []string{"s3"}) {
+		t.Fatalf("with s4 asked by i1, i3 asked for %v; want s3 back", shards(ask))
+	}
+	// Had s3 come from elsewhere, s4's move would be worth it.
+	claims[4].asked, claims[3].left = "", "i0"
+	if _, ask := balanceLoad("i1", claims, live, 4); !slices.Equal(shards(ask), []string{"s4"}) {
+		t.Fatalf("with s3 not from i3, i1 asked for %v; want s4", shards(ask))
+	}
+}
+
+// TestBalanceLoadCountsTheMoveALighterAskerWaitsFor: i2 holds nothing;
+// i3, the busiest (13.5 KB/s), holds s2 (6.1), which moved within the
+// dwell, and three light leases; i1 holds s3 (8.4). i2 waits out s2's
+// dwell and then asks for it, which leaves i3 at 7.3: lighter than i1.
+// So i1 asks i3 for nothing meanwhile: had it taken s1 (2.1), i3 would ask
+// s1 back as soon as s2 was gone (sim seed 501641, in the calm: s1 went i3
+// to i1 at 36.7 s, s2 to i2 at 39.5 s, s1 back to i3 at 47.4 s).
+func TestBalanceLoadCountsTheMoveALighterAskerWaitsFor(t *testing.T) {
+	t.Parallel()
+	live := map[string]bool{"i1": true, "i2": true, "i3": true}
+	claims := []claim{
+		{shard: "s0", owner: "i3", load: 4127, measured: true},
+		{shard: "s1", owner: "i3", load: 2120, measured: true},
+		{shard: "s2", owner: "i3", load: 6134, measured: true, dwelling: true},
+		{shard: "s3", owner: "i1", load: 8387, measured: true, dwelling: true},
+		{shard: "s4", owner: "i3", load: 1072, measured: true},
+	}
+	for _, me := range []string{"i1", "i2"} {
+		if _, ask := balanceLoad(me, claims, live, 4); len(ask) != 0 {
+			t.Errorf("%s asked for %v while i2 waits out s2's dwell; want nothing", me, shards(ask))
+		}
+	}
+	claims[2].dwelling = false
+	if _, ask := balanceLoad("i2", claims, live, 4); !slices.Equal(shards(ask), []string{"s2"}) {
+		t.Errorf("with s2's dwell over, i2 asked for %v; want s2", shards(ask))
+	}
+	if _, ask := balanceLoad("i1", claims, live, 4); len(ask) != 0 {
+		t.Errorf("with s2's dwell over, i1 asked for %v; want nothing (s2 goes to i2)", shards(ask))
+	}
+	// Once s2 is i2's, nothing is worth moving.
+	claims[2].owner, claims[2].dwelling = "i2", true
+	for _, me := range []string{"i1", "i2", "i3"} {
+		if _, ask := balanceLoad(me, claims, live, 4); len(ask) != 0 {
+			t.Errorf("with s2 moved, %s asked for %v; want nothing", me, shards(ask))
+		}
 	}
 }

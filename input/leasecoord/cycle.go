@@ -105,6 +105,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		cl := claim{shard: it.ShardID, owner: owner, expired: c.view.expired(it, now), asked: asked}
 		cl.overdue = (it.Owner == "" || cl.expired) && c.view.overdue(it, now)
 		cl.dwelling = c.view.dwelling(it.ShardID, dwell, now)
+		cl.left = c.view.leftBy(it.ShardID)
 		if it.Owner != "" {
 			// Loads as published, this instance's own too: every instance
 			// plans from the same figures. A lease its holder took since

@@ -27,6 +27,9 @@ type leaseView struct {
 	items map[string]lease.Shard
 	since map[string]time.Time
 	owned map[string]time.Time
+	// left holds, by shard id, the instance its lease last left: its owner
+	// before the last change of owner seen (see loadBook.byLoad).
+	left map[string]string
 	// workers holds every worker item seen, by instance.
 	workers map[string]workerSighting
 	// dead holds the processes known dead, by instance and nonce: seen
@@ -114,7 +117,7 @@ const deadKeep = 100
 
 func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 	return &leaseView{me: me, nonce: nonce, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
-		owned: map[string]time.Time{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
+		owned: map[string]time.Time{}, left: map[string]string{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
 		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}, proved: map[string]time.Time{}}
 }
 
@@ -182,11 +185,15 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce {
 			v.owned[it.ShardID] = now
 		}
+		if ok && old.Owner != "" && old.Owner != it.Owner {
+			v.left[it.ShardID] = old.Owner
+		}
 	}
 	for id := range v.since {
 		if _, ok := items[id]; !ok {
 			delete(v.since, id)
 			delete(v.owned, id)
+			delete(v.left, id)
 			delete(v.lastLoad, id)
 		}
 	}
@@ -466,6 +473,14 @@ func (v *leaseView) dwelling(shardID string, dwell time.Duration, now time.Time)
 	return ok && now.Sub(at) < dwell
 }
 
+// leftBy returns the instance a lease last left, as this instance saw it
+// change hands ("" when it saw none).
+func (v *leaseView) leftBy(shardID string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.left[shardID]
+}
+
 // deadWorkers returns the worker items of instances known dead, as seen:
 // anyone may remove them while their counter stays as seen.
 func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
@@ -492,8 +507,12 @@ func (v *leaseView) released(it lease.Shard, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.asks, it.ShardID)
-	if _, ok := v.items[it.ShardID]; !ok {
+	old, ok := v.items[it.ShardID]
+	if !ok {
 		return // not scanned yet (or no longer there): the next scan tells
+	}
+	if old.Owner != "" && old.Owner != it.Owner {
+		v.left[it.ShardID] = old.Owner
 	}
 	v.items[it.ShardID] = it
 	v.since[it.ShardID], v.owned[it.ShardID] = now, now
