@@ -163,7 +163,7 @@ func (g *grouped) GetWorker(ctx context.Context, streamARN, id string) (Worker, 
 	return g.st.GetWorker(ctx, g.id(streamARN), id)
 }
 
-func (g *grouped) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
+func (g *grouped) RemoveWorker(ctx context.Context, streamARN string, seen Worker) (bool, error) {
 	return g.st.RemoveWorker(ctx, g.id(streamARN), seen)
 }
 

@@ -325,17 +325,19 @@ func (m *Memory) GetWorker(ctx context.Context, streamARN, id string) (w Worker,
 }
 
 // RemoveWorker deletes the worker item of an instance while it is the item
-// seen (its counter and Born); otherwise it does nothing.
-func (m *Memory) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
+// seen (its counter and Born), and says whether it did; otherwise it does
+// nothing.
+func (m *Memory) RemoveWorker(ctx context.Context, streamARN string, seen Worker) (bool, error) {
 	if err := m.enter(ctx, "RemoveWorker"); err != nil {
-		return err
+		return false, err
 	}
 	defer m.mu.Unlock()
 	key := workerKey(streamARN, seen.ID)
-	if item := m.items[key]; eqN(item, attrCounter, seen.Counter) && getS(item, attrBorn) == seen.Born {
+	if item := m.items[key]; item != nil && eqN(item, attrCounter, seen.Counter) && getS(item, attrBorn) == seen.Born {
 		delete(m.items, key)
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // Leave deletes my worker item.

@@ -34,7 +34,7 @@ type Store interface {
 	// Worker items: the presence of instances.
 	Heartbeat(ctx context.Context, streamARN, me string, p Presence, takeOver bool) error
 	GetWorker(ctx context.Context, streamARN, id string) (Worker, bool, error)
-	RemoveWorker(ctx context.Context, streamARN string, seen Worker) error
+	RemoveWorker(ctx context.Context, streamARN string, seen Worker) (removed bool, err error)
 	Leave(ctx context.Context, streamARN, me string) error
 
 	// Registration items: who registers a stream consumer.

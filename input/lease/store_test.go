@@ -153,26 +153,26 @@ func conformanceScript() []step {
 		{"take over", heartbeat("a", "n2", true), "", nil},
 		{"take over moves the counter", worker("a"), "a counter=3 nonce=n2", nil},
 		{"heartbeat of the process taken over", heartbeat("a", "n1", false), "", ErrDuplicateInstance},
-		{"remove at a counter moved since", removeWorker("a", 2), "", nil},
+		{"remove at a counter moved since", removeWorker("a", 2), "removed=false", nil},
 		{"a live worker stays", worker("a"), "a counter=3 nonce=n2", nil},
-		{"remove at its counter", removeWorker("a", 3), "", nil},
+		{"remove at its counter", removeWorker("a", 3), "removed=true", nil},
 		{"an expired worker is removed", worker("a"), "none", nil},
-		{"remove of a missing worker", removeWorker("a", 3), "", nil},
+		{"remove of a missing worker", removeWorker("a", 3), "removed=false", nil},
 		{"heartbeat listing the leases held", heartbeatHeld("a", "n1", 7, s1, s0), "", nil},
 		{"an item written again starts past the process's last counter", worker("a"), "a counter=8 nonce=n1 held=[shardId-000000000000 shardId-000000000001]", nil},
-		{"remove it again", removeWorker("a", 8), "", nil},
+		{"remove it again", removeWorker("a", 8), "removed=true", nil},
 		{"a heartbeat writes the item anew", heartbeatBorn("a", "n1", 8, "h9"), "", nil},
 		{"born of that heartbeat", worker("a"), "a counter=9 nonce=n1 born=h9", nil},
 		{"a later heartbeat keeps it", heartbeatBorn("a", "n1", 9, "h10"), "", nil},
 		{"still born of the first", worker("a"), "a counter=10 nonce=n1 born=h9", nil},
-		{"removed at its counter", removeWorker("a", 10), "", nil},
+		{"removed at its counter", removeWorker("a", 10), "removed=true", nil},
 		{"a heartbeat held up on its way writes it anew at that counter", heartbeatBorn("a", "n1", 9, "h11"), "", nil},
 		{"the same counter, another item", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
-		{"a removal of the item seen before", removeWorker("a", 10, "h9"), "", nil},
+		{"a removal of the item seen before", removeWorker("a", 10, "h9"), "removed=false", nil},
 		{"does not remove the new item", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
-		{"a removal of an item without born", removeWorker("a", 10, ""), "", nil},
+		{"a removal of an item without born", removeWorker("a", 10, ""), "removed=false", nil},
 		{"does not remove one with it", worker("a"), "a counter=10 nonce=n1 born=h11", nil},
-		{"a removal of the new item", removeWorker("a", 10, "h11"), "", nil},
+		{"a removal of the new item", removeWorker("a", 10, "h11"), "removed=true", nil},
 		{"removes it", worker("a"), "none", nil},
 		{"heartbeat of b", heartbeat("b", "n3", false), "", nil},
 		{"heartbeat of c", heartbeat("c", "n4", false), "", nil},
@@ -430,7 +430,8 @@ func removeWorker(id string, counter int64, born ...string) func(context.Context
 		} else if ok {
 			seen.Born = now.Born
 		}
-		return "", st.RemoveWorker(ctx, arn, seen)
+		removed, err := st.RemoveWorker(ctx, arn, seen)
+		return fmt.Sprintf("removed=%v", removed), err
 	}
 }
 

@@ -710,8 +710,8 @@ func (t *Table) GetWorker(ctx context.Context, streamARN, id string) (w Worker, 
 // heartbeat (Worker.Born). The presence of a dead instance, removed by
 // anyone once it expired. An item that moved on (the instance lives), was
 // written anew (it came back), or is gone already stays as it is, and that
-// is no error.
-func (t *Table) RemoveWorker(ctx context.Context, streamARN string, seen Worker) error {
+// is no error: removed says whether it was deleted.
+func (t *Table) RemoveWorker(ctx context.Context, streamARN string, seen Worker) (removed bool, err error) {
 	cond := "#c = :c AND #b = :b"
 	names := map[string]string{"#c": attrCounter, "#b": attrBorn}
 	values := map[string]types.AttributeValue{":c": num(seen.Counter), ":b": str(seen.Born)}
@@ -719,7 +719,7 @@ func (t *Table) RemoveWorker(ctx context.Context, streamARN string, seen Worker)
 		cond = "#c = :c AND attribute_not_exists(#b)"
 		delete(values, ":b")
 	}
-	_, err := t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 		Key:                       map[string]types.AttributeValue{attrKey: str(workerKey(streamARN, seen.ID))},
@@ -727,10 +727,13 @@ func (t *Table) RemoveWorker(ctx context.Context, streamARN string, seen Worker)
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
-	if err != nil && !conditionFailed(err) {
-		return t.fail("removing the presence of expired instance "+seen.ID, err)
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, t.fail("removing the presence of expired instance "+seen.ID, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Leave deletes my worker item on a stream, whatever it holds: the others

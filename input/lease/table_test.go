@@ -510,8 +510,8 @@ func TestRemoveWorker(t *testing.T) {
 	if _, ok, err := tb.GetWorker(ctx, arn, "a"); ok || err != nil {
 		t.Fatalf("worker never written: %v, %v; want none", ok, err)
 	}
-	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: 1}); err != nil {
-		t.Fatalf("remove of a missing worker: %v", err)
+	if removed, err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: 1}); err != nil || removed {
+		t.Fatalf("remove of a missing worker: %v, %v; want false, nil", removed, err)
 	}
 	for range 2 {
 		if err := tb.Heartbeat(ctx, arn, "a", Presence{Nonce: "n"}, false); err != nil {
@@ -519,14 +519,14 @@ func TestRemoveWorker(t *testing.T) {
 		}
 	}
 	base := counterBase(Presence{Nonce: "n"})
-	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 1}); err != nil {
-		t.Fatalf("remove at a counter the worker moved past: %v", err)
+	if removed, err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 1}); err != nil || removed {
+		t.Fatalf("remove at a counter the worker moved past: %v, %v; want false, nil", removed, err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); !ok {
 		t.Fatal("a worker that moved on was removed")
 	}
-	if err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 2}); err != nil {
-		t.Fatal(err)
+	if removed, err := tb.RemoveWorker(ctx, arn, Worker{ID: "a", Counter: base + 2}); err != nil || !removed {
+		t.Fatalf("remove at its counter: %v, %v; want true, nil", removed, err)
 	}
 	if _, ok, _ := tb.GetWorker(ctx, arn, "a"); ok {
 		t.Fatal("an expired worker was not removed")

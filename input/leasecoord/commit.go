@@ -249,6 +249,14 @@ func (c *leaseCoordinator) writeFailed(ctx context.Context, w leaseWrite, err er
 			c.book.recount(w, it.Counter)
 			return nil
 		}
+		if found && c.book.handedOverUnanswered(w, it) {
+			// Its own handover, answered never: the asker has the lease
+			// from the handover on (see leaseView.released).
+			c.view.released(it, c.clock.Now())
+			c.st.Metrics.LeasesHandedOver.Incr(1, c.st.Name)
+			c.st.Log.Infof("stream %s shard %s: handed its lease over to %s (the answer was lost; read back)", c.st.Name, w.shard(), it.Owner)
+			return nil
+		}
 	}
 	if c.book.lose(w) {
 		c.st.Metrics.LeasesLost.Incr(1, c.st.Name)

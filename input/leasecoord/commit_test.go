@@ -71,3 +71,46 @@ func TestCommitHandoverIsInTheViewAtItsAnswer(t *testing.T) {
 		t.Fatal("a's view still holds b's ask, answered by the handover")
 	}
 }
+
+// TestHandoverAnswerLostReadBackIsAHandover: a hands s0 over to b, and the
+// handover lands with the last checkpoint, but its answer is lost. a's
+// next write of s0 finds the item b's and reads it back: one counter on,
+// b's process, with the checkpoint only the handover wrote. That is a's
+// handover, not a take: the lease went to b from then on, and once b's
+// process is known dead before taking it up, s0, which grants nobody,
+// expires to a at once (see TestLeaseHandedToAProcessKnownDeadExpires).
+// (Before, a counted s0 taken by another instance, and waited a lease
+// period from its next scan: b was paused, the instance the plan gave s0
+// to failed its reads, and s0 was unread for three lease periods. Found
+// by the simulation: seed 4026.)
+func TestHandoverAnswerLostReadBackIsAHandover(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	m := lease.NewMemory()
+	st := &lostAnswers{Store: m}
+	a := storeCoordinator(t, st, "a", time.Minute, "s0")
+	a.Cycle(ctx, everyShard)
+	g, _ := mustGrant(t, a, "s0")
+	g.Acked(pos(3))
+	if err := a.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	askAsLiveInstance(t, m, "s0", "b", a)
+	a.Cycle(ctx, everyShard) // the ask is seen: the reader stops
+	g.Acked(pos(4))
+	st.loseNext.Store(true)
+	g.Stopped(ctx, settledNow) // the handover lands; its answer is lost
+	handed := itemOf(t, m, "s0")
+	if handed.Owner != "b" || handed.Checkpoint.Position == nil || *handed.Checkpoint.Position != pos(4) {
+		t.Fatalf("item after the handover %+v, want b's at 4", handed)
+	}
+	_ = a.Commit(ctx) // the handover again: the item is b's, read back
+	if state, held := a.book.stateOf("s0"); held {
+		t.Fatalf("a still holds s0, %v", state)
+	}
+	now := a.clock.Now()
+	a.view.forget(lease.Worker{ID: "b", Nonce: "nb"}, now)
+	if !a.view.expired(handed, now) {
+		t.Errorf("s0, handed by a to b's process, known dead before it took s0 up, is not expired to a")
+	}
+}

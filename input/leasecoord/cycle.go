@@ -228,7 +228,9 @@ func (c *leaseCoordinator) dwell() time.Duration { return dwellPeriods * c.perio
 // as expired are taken, each such owner's worker item once, strongly
 // consistent: a heartbeat that the scans did not show yet (eventually
 // consistent, or sent just before this cycle) renews the leases it
-// listed, which are then not taken. Free leases pass as they are.
+// listed, which are then not taken. Free leases pass as they are, and so
+// do those whose owner's process this instance removed as dead after they
+// expired (leaseView.outlived): no heartbeat of it renews them.
 func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, items map[string]lease.Shard) []claim {
 	type read struct {
 		w     lease.Worker
@@ -240,7 +242,7 @@ func (c *leaseCoordinator) confirmExpired(ctx context.Context, take []claim, ite
 	out := take[:0]
 	for _, cl := range take {
 		it := items[cl.shard]
-		if !cl.expired || it.Owner == "" {
+		if !cl.expired || it.Owner == "" || c.view.outlived(it) {
 			out = append(out, cl)
 			continue
 		}
@@ -392,13 +394,19 @@ func (c *leaseCoordinator) removeDead(ctx context.Context, now time.Time) {
 	dead := c.view.deadWorkers(now)
 	c.parallel(len(dead), func(i int) {
 		w := dead[i]
-		if err := c.table.RemoveWorker(ctx, c.st.ARN, w); err != nil {
+		sent := c.clock.Now()
+		removed, err := c.table.RemoveWorker(ctx, c.st.ARN, w)
+		if err != nil {
 			if ctx.Err() == nil {
 				c.st.Log.Warnf("stream %s: removing the presence of instance %s, dead for a lease period: %v", c.st.Name, w.ID, err)
 			}
 			return
 		}
 		c.view.forget(w, c.clock.Now())
+		if !removed {
+			return // it moved, was written anew, or someone else removed it
+		}
+		c.view.removedAt(w, sent)
 		c.st.Log.Debugf("stream %s: removed the presence of instance %s: it did not move for a lease period", c.st.Name, w.ID)
 	})
 }

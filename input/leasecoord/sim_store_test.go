@@ -276,11 +276,10 @@ func (s *simStore) GetWorker(ctx context.Context, streamARN, id string) (lease.W
 	return got.w, got.ok, err
 }
 
-func (s *simStore) RemoveWorker(ctx context.Context, streamARN string, seen lease.Worker) error {
-	_, err := simCall(s, ctx, "RemoveWorker", func() (struct{}, error) {
-		return struct{}{}, s.t.mem.RemoveWorker(context.Background(), streamARN, seen)
+func (s *simStore) RemoveWorker(ctx context.Context, streamARN string, seen lease.Worker) (bool, error) {
+	return simCall(s, ctx, "RemoveWorker", func() (bool, error) {
+		return s.t.mem.RemoveWorker(context.Background(), streamARN, seen)
 	})
-	return err
 }
 
 func (s *simStore) Leave(ctx context.Context, streamARN, me string) error {

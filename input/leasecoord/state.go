@@ -545,6 +545,26 @@ func (b *leaseBook) recount(w leaseWrite, counter int64) {
 	}
 }
 
+// handedOverUnanswered ends w's lease as handed over, and reports whether
+// it did, when its item read back (it) shows that the handover this
+// instance sent and got no answer to landed: the lease was being handed
+// over, and the item is the asker's process's one counter on, with a
+// checkpoint other than the last one stored, which only the handover
+// wrote (a take by the asker, its only other way there, keeps the
+// checkpoint). A handover that stored no new checkpoint cannot be told
+// from such a take: the lease is lost then, as any taken.
+func (b *leaseBook) handedOverUnanswered(w leaseWrite, it lease.Shard) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := w.h
+	if b.held[h.shard] != h || h.state != leaseHandingOver || h.lost == "" || it.Owner != h.to ||
+		(h.toNonce != "" && it.OwnerNonce != h.toNonce) || it.Counter != h.counter+1 || sameCheckpoint(it.Checkpoint, h.written) {
+		return false
+	}
+	b.end(h, leaseReleased, nil)
+	return true
+}
+
 // lose ends w's lease: another instance took it. Its reader stops now.
 func (b *leaseBook) lose(w leaseWrite) bool {
 	b.mu.Lock()

@@ -60,6 +60,12 @@ type leaseView struct {
 	// proved holds, by instance and nonce, when a read of its worker item
 	// alone found it moved since an ask of it was first seen.
 	proved map[string]time.Time
+	// handed holds the items of the leases this process handed over, as
+	// its handover left them, until they change (see released).
+	handed map[string]lease.Shard
+	// removed holds, by instance and nonce, when this instance sent the
+	// removal of its worker item as dead that succeeded (see outlived).
+	removed map[string]time.Time
 }
 
 // askSeen is an ask seen on a lease this instance holds: by whom, when
@@ -118,7 +124,8 @@ const deadKeep = 100
 func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 	return &leaseView{me: me, nonce: nonce, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
 		owned: map[string]time.Time{}, left: map[string]string{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
-		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}, proved: map[string]time.Time{}}
+		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}, proved: map[string]time.Time{},
+		removed: map[string]time.Time{}, handed: map[string]lease.Shard{}}
 }
 
 // askerAt takes in the worker counter of the process that asked for a
@@ -182,6 +189,9 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce || old.Counter != it.Counter {
 			v.since[it.ShardID] = now
 		}
+		if h, ok := v.handed[it.ShardID]; ok && !sameHolder(h, it) {
+			delete(v.handed, it.ShardID) // taken up, or by someone else
+		}
 		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce {
 			v.owned[it.ShardID] = now
 		}
@@ -194,6 +204,7 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 			delete(v.since, id)
 			delete(v.owned, id)
 			delete(v.left, id)
+			delete(v.handed, id)
 			delete(v.lastLoad, id)
 		}
 	}
@@ -212,6 +223,7 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		case !s.is(w):
 			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true}
 			delete(v.dead[w.ID], w.Nonce) // it came back
+			delete(v.removed, w.ID+"/"+w.Nonce)
 		}
 		s.held, s.listed = w.Held, w.Listed
 		workers[w.ID] = s
@@ -235,6 +247,11 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		}
 		if len(nonces) == 0 {
 			delete(v.dead, id)
+		}
+	}
+	for k, at := range v.removed {
+		if now.Sub(at) >= deadKeep*v.period {
+			delete(v.removed, k)
 		}
 	}
 }
@@ -329,7 +346,22 @@ func (v *leaseView) expiresAt(it lease.Shard) (time.Time, bool) {
 	if w, ok := v.workers[it.Owner]; ok && w.at.After(at) && w.renews(it) {
 		at = w.at
 	}
-	return at.Add(v.period), true
+	at = at.Add(v.period)
+	// A lease this process handed over grants nobody until its taker
+	// takes it up (a take moves the counter): the wait is the asker's
+	// time to. Once the asker's process is known dead, it is over.
+	if h, ok := v.handed[it.ShardID]; ok && sameHolder(h, it) {
+		if d, dead := v.dead[it.Owner][it.OwnerNonce]; dead && d.Before(at) {
+			at = d
+		}
+	}
+	return at, true
+}
+
+// sameHolder reports whether two items of a shard show its lease held
+// alike: one owner, process and counter.
+func sameHolder(a, b lease.Shard) bool {
+	return a.Owner == b.Owner && a.OwnerNonce == b.OwnerNonce && a.Counter == b.Counter
 }
 
 // live returns the instances alive at now: this one, and those whose
@@ -500,7 +532,8 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 // it, answered at now (handed over, or freed): changed then, whatever the
 // next scan shows. The giver's scans may fail for a while after: a lease
 // handed to an asker that died before taking it up expires a lease period
-// after the handover, not after the giver's next good scan. No one's grant
+// after the handover, not after the giver's next good scan, and once the
+// asker is known dead if that comes first (see expiresAt). No one's grant
 // starts at this write (one who takes the lease up bumps its counter,
 // which a later scan shows as a change), so it fences nothing.
 func (v *leaseView) released(it lease.Shard, now time.Time) {
@@ -516,6 +549,9 @@ func (v *leaseView) released(it lease.Shard, now time.Time) {
 	}
 	v.items[it.ShardID] = it
 	v.since[it.ShardID], v.owned[it.ShardID] = now, now
+	if it.Owner != "" {
+		v.handed[it.ShardID] = it
+	}
 }
 
 // askGone forgets the ask seen on a lease whose item, as this process
@@ -537,6 +573,43 @@ func (v *leaseView) forget(w lease.Worker, now time.Time) {
 		delete(v.workers, w.ID)
 	}
 	v.died(w.ID, w.Nonce, now)
+}
+
+// removedAt records that a removal of w's item as dead, sent at sent,
+// deleted it: the very item seen, unmoved (see outlived). A removal that
+// found the item moved, written anew or gone records nothing.
+func (v *leaseView) removedAt(w lease.Worker, sent time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if w.Nonce != "" {
+		v.removed[w.ID+"/"+w.Nonce] = sent
+	}
+}
+
+// outlived reports whether the lease of an item, held by another process,
+// can no longer be renewed by that process's heartbeat: this instance
+// removed its worker item as dead by a removal sent no earlier than the
+// lease's expiry as things stand. The removal was conditional on the
+// counter seen unmoved, so every heartbeat of the process applied since
+// wrote its item anew after the removal, and was answered after the lease
+// had lapsed for its holder, which a heartbeat never revives
+// (leaseBook.beaten); a write of the item itself moves its expiry. An
+// expiry of such a lease needs no read of the owner's worker item to be
+// confirmed (confirmExpired): that read would only say what the removal
+// already settled, and while it fails (sim seed 87300: a reset, a throttled
+// scan, a slow answer) the lease stays unread.
+func (v *leaseView) outlived(it lease.Shard) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if it.Owner == "" || it.OwnerNonce == "" || v.mine(it) {
+		return false
+	}
+	sent, ok := v.removed[it.Owner+"/"+it.OwnerNonce]
+	if !ok {
+		return false
+	}
+	at, ok := v.expiresAt(it)
+	return ok && !sent.Before(at)
 }
 
 // nextCycle is how long until the next lease cycle: a third of a lease

@@ -135,7 +135,8 @@ func handOverToFailingScans(t *testing.T, period time.Duration, remembered bool)
 // first showed it. (Before, h counted from that scan: with the plan giving
 // the expired lease to an instance whose scans failed too, s0 was unread
 // for three lease periods. Found by the simulation: seed 96461 of the
-// 100,000.)
+// 100,000.) Once h's scan shows a's process replaced, it is known dead,
+// and s0 expires then (see TestLeaseHandedToAProcessKnownDeadExpires).
 func TestLeaseHandedOverExpiresFromTheHandover(t *testing.T) {
 	const period = 2 * time.Second
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -144,14 +145,17 @@ func TestLeaseHandedOverExpiresFromTheHandover(t *testing.T) {
 	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, t0)
 	handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
 	v.released(handed, t0.Add(100*time.Millisecond))
+	if v.expired(handed, t0.Add(period)) {
+		t.Errorf("s0 expired at %v, before a lease period since its handover", period)
+	}
 	// The next good scan, 1.9 s on: a's name beats under another process.
 	v.observe(lease.Scan{Shards: []lease.Shard{handed}, Workers: []lease.Worker{{ID: "a", Nonce: "na2", Counter: 1}}}, t0.Add(1900*time.Millisecond))
 	v.observe(lease.Scan{Shards: []lease.Shard{handed}, Workers: []lease.Worker{{ID: "a", Nonce: "na2", Counter: 2}}}, t0.Add(2000*time.Millisecond))
 	if at := t0.Add(100*time.Millisecond + period); !v.expired(handed, at) {
 		t.Errorf("s0, handed to a's crashed process at 0.1 s, not expired at %v (a lease period on)", at.Sub(t0))
 	}
-	if v.expired(handed, t0.Add(period)) {
-		t.Errorf("s0 expired at %v, before a lease period since its handover", period)
+	if !v.expired(handed, t0.Add(period)) {
+		t.Errorf("s0 not expired at %v, after a's process was known replaced", period)
 	}
 }
 
@@ -198,5 +202,53 @@ func TestLeaseAskAgainBySameProcessIsANewAsk(t *testing.T) {
 				t.Errorf("a, silent since 18.7 s, judged alive at 21 s from a read of before its ask")
 			}
 		})
+	}
+}
+
+// TestLeaseHandedToAProcessKnownDeadExpires: h hands s0 over to a, whose
+// process stopped just after its last heartbeat (paused, say). The item
+// as handed over grants nobody until a takes it up, which moves its
+// counter: the lease period it is left for is a's time to. Once h knows
+// a's process dead (its worker item unmoved for a lease period, which h
+// removes), s0 expires to h then, and is overdue half a lease period
+// later, rather than a lease period after the handover and half one more.
+// Taken up, s0 is a's as any lease. (Before, s0 waited out the lease
+// period after the handover: with the plan giving it to an instance whose
+// reads failed, it was unread for three lease periods. Found by the
+// simulation: seed 4026, where h got no answer to its handover and read
+// the item back: see TestHandoverAnswerLostReadBackIsAHandover.)
+func TestLeaseHandedToAProcessKnownDeadExpires(t *testing.T) {
+	const period = 2 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, takenUp := range []bool{false, true} {
+		v := newLeaseView("h", "nh", period)
+		v.settling(t0)
+		held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
+		handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
+		v.released(handed, at(1))
+		it := handed
+		if takenUp {
+			it.Counter++
+		}
+		v.observe(lease.Scan{Shards: []lease.Shard{it}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(1.5))
+		if v.expired(it, at(2.2)) {
+			t.Errorf("taken up %v: s0 expired at 2.2 s, before a's process was known dead or a lease period passed", takenUp)
+		}
+		dead := v.deadWorkers(at(2.3))
+		if len(dead) != 1 || dead[0].ID != "a" {
+			t.Fatalf("dead workers at 2.3 s: %+v, want a's", dead)
+		}
+		v.forget(dead[0], at(2.31))
+		switch {
+		case !takenUp && !v.expired(it, at(2.31)):
+			t.Errorf("s0, handed to a's process known dead at 2.31 s, not expired then")
+		case !takenUp && !v.overdue(it, at(3.31)):
+			t.Errorf("s0, handed to a's process known dead at 2.31 s, not overdue half a lease period later")
+		case takenUp && v.expired(it, at(3.4)):
+			t.Errorf("s0, taken up by a at 1.5 s, expired at 3.4 s, before a lease period since")
+		}
 	}
 }
