@@ -64,9 +64,10 @@ const (
 //     its lease's dwell, nor asks a less loaded giver while the most
 //     loaded one with a lease worth moving to it has only leases that
 //     dwell (it would be undone once the dwell is over): it asks nothing
-//     that pass, for at most the dwell. The plan counts the move it waits
-//     for as made, so that a busier asker does not ask that giver
-//     meanwhile for a lease the giver would ask back once the move came.
+//     in that plan, for at most the dwell. The plan counts the move it
+//     waits for as made, so that a busier asker does not ask that giver
+//     meanwhile for a lease the giver would ask back once the move came;
+//     the waiting asker itself asks for nothing more on that count.
 //
 // Why it settles rather than fights: judged on the table as it is (an ask
 // of me's is made only if it is worth it with no other instance's planned
@@ -243,11 +244,22 @@ func (b *loadBook) splitFree() (split []planned) {
 // of the difference does.
 func (b *loadBook) planAsks(steals int) (asks []planned) {
 	got := map[[2]string]bool{} // asker, giver
+	waits := map[string]bool{}  // askers waiting out a dwell
 	for range steals {
 		askers := slices.Clone(b.takers)
 		slices.SortFunc(askers, b.lighter)
 		n := len(asks)
 		for _, id := range askers {
+			if waits[id] {
+				// Its later asks would count on the move it waits for,
+				// not made yet, and made first they may stop it: the
+				// lease it waits for would leave the giver one of them
+				// worth sending back (sim seed 58755: i1, holding
+				// nothing, waited for i0's heavy lease and asked i0 for
+				// a light one meanwhile; the heavy one then stayed, i1
+				// took others, and the light one went back 11 s on).
+				continue
+			}
 			c, ok, waited := b.bestAsk(id, got)
 			switch {
 			case ok:
@@ -264,6 +276,7 @@ func (b *loadBook) planAsks(steals int) (asks []planned) {
 				// 11 s on).
 				got[[2]string{id, c.owner}] = true
 				b.move(c, id)
+				waits[id] = true
 			}
 		}
 		if len(asks) == n {

@@ -73,6 +73,10 @@ type simProc struct {
 	crashed   bool
 	crashedAt time.Time
 
+	// scannedAt is when the table was as the last scan it read saw it:
+	// what its asks were decided on.
+	scannedAt time.Time
+
 	pausedUntil time.Time
 	episodes    []simEpisode
 	// discoverAt, when set, is when its next discovery comes (sooner than

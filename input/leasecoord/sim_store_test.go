@@ -101,18 +101,33 @@ func simCall[T any](s *simStore, ctx context.Context, op string, do func() (T, e
 func (s *simStore) Name() string { return "sim" }
 
 func (s *simStore) Scan(ctx context.Context, streamARN string) (lease.Scan, error) {
-	return simCall(s, ctx, "Scan", func() (lease.Scan, error) {
+	var at time.Time
+	sc, err := simCall(s, ctx, "Scan", func() (lease.Scan, error) {
 		if s.p.faultsAt(s.w.now).stale(s.w.rng) {
-			if old, ok := s.t.staleScan(s.w.now, s.p.fleet.period/10); ok {
+			if old, when, ok := s.t.staleScan(s.w.now, s.p.fleet.period/10); ok {
+				at = when
 				return old, nil
 			}
 		}
+		at = s.w.now
 		return s.t.scan(s.w.now, streamARN)
 	})
+	if err == nil {
+		s.p.scannedAt = at
+	}
+	return sc, err
 }
 
 func (s *simStore) ScanConsistent(ctx context.Context, streamARN string) (lease.Scan, error) {
-	return simCall(s, ctx, "ScanConsistent", func() (lease.Scan, error) { return s.t.scan(s.w.now, streamARN) })
+	var at time.Time
+	sc, err := simCall(s, ctx, "ScanConsistent", func() (lease.Scan, error) {
+		at = s.w.now
+		return s.t.scan(s.w.now, streamARN)
+	})
+	if err == nil {
+		s.p.scannedAt = at
+	}
+	return sc, err
 }
 
 // scan scans the table, and keeps a copy for stale answers.
@@ -129,14 +144,14 @@ func (t *simTable) scan(now time.Time, streamARN string) (lease.Scan, error) {
 }
 
 // staleScan returns a copy of a scan applied within staleness of now and
-// before it, if there is one.
-func (t *simTable) staleScan(now time.Time, staleness time.Duration) (lease.Scan, bool) {
+// before it, if there is one, and when it was applied.
+func (t *simTable) staleScan(now time.Time, staleness time.Duration) (lease.Scan, time.Time, bool) {
 	for _, old := range t.scans {
 		if now.Sub(old.at) <= staleness && old.at.Before(now) {
-			return copyScan(old.sc), true
+			return copyScan(old.sc), old.at, true
 		}
 	}
-	return lease.Scan{}, false
+	return lease.Scan{}, time.Time{}, false
 }
 
 func copyScan(sc lease.Scan) lease.Scan {

@@ -112,7 +112,7 @@ type simMove struct {
 	shard    string
 	from, to string
 	how      string
-	asked    time.Time // a handover's ask: when the move was decided
+	asked    time.Time // a handover's ask: the scan the move was decided on
 }
 
 // note records a line of the simulation's own in the log.
@@ -231,7 +231,12 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 	}
 	switch {
 	case op == "Ask":
+		// Dated by the scan it was decided on, not by when it applied: a
+		// shard that ended in between changed the loads it weighed.
 		f.askedAt[k] = f.w.now
+		if !p.scannedAt.IsZero() && p.scannedAt.Before(f.w.now) {
+			f.askedAt[k] = p.scannedAt
+		}
 	case op == "Take" && before.Owner != "" && !(before.Owner == p.name && before.OwnerNonce == p.nonce):
 		f.excuses[k] = append(f.excuses[k], f.w.now)
 		f.moves = append(f.moves, simMove{f.w.now, after.ShardID, before.Owner, p.name, "expired", time.Time{}})
