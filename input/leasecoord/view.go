@@ -32,9 +32,9 @@ type leaseView struct {
 	left map[string]string
 	// workers holds every worker item seen, by instance.
 	workers map[string]workerSighting
-	// dead holds the processes known dead, by instance and nonce: seen
-	// unmoved for a lease period and then gone from the table (removed as
-	// dead), or replaced by another process of their name. Their asks stay
+	// dead holds the processes known dead, by instance and nonce: gone
+	// from the table (removed as dead) and not seen to move for a lease
+	// period (see vanished), or replaced by another process of their name. Their asks stay
 	// void whatever the table shows later.
 	dead map[string]map[string]time.Time
 	// loads holds the loads each instance published with its last
@@ -66,6 +66,12 @@ type leaseView struct {
 	// removed holds, by instance and nonce, when this instance sent the
 	// removal of its worker item as dead that succeeded (see outlived).
 	removed map[string]time.Time
+	// vanished holds, by instance, the last sighting of a worker item gone
+	// from the table (removed as dead by another instance, or deleted by
+	// its process on leaving) less than a lease period after this instance
+	// last saw it move: its process counts as dead once a lease period has
+	// passed since then with the item still gone (see observe).
+	vanished map[string]workerSighting
 }
 
 // askSeen is an ask seen on a lease this instance holds: by whom, when
@@ -125,7 +131,7 @@ func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 	return &leaseView{me: me, nonce: nonce, period: period, items: map[string]lease.Shard{}, since: map[string]time.Time{},
 		owned: map[string]time.Time{}, left: map[string]string{}, workers: map[string]workerSighting{}, dead: map[string]map[string]time.Time{},
 		lastLoad: map[string]float64{}, asked: map[string]askMade{}, asks: map[string]askSeen{}, proved: map[string]time.Time{},
-		removed: map[string]time.Time{}, handed: map[string]lease.Shard{}}
+		removed: map[string]time.Time{}, handed: map[string]lease.Shard{}, vanished: map[string]workerSighting{}}
 }
 
 // askerAt takes in the worker counter of the process that asked for a
@@ -229,9 +235,34 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		workers[w.ID] = s
 	}
 	for id, s := range v.workers {
-		if _, ok := workers[id]; !ok && now.Sub(s.at) >= v.period {
-			v.died(id, s.nonce, now) // removed as dead (by another instance)
+		if _, ok := workers[id]; !ok {
+			if now.Sub(s.at) >= v.period {
+				v.died(id, s.nonce, now) // removed as dead (by another instance)
+			} else {
+				v.vanished[id] = s
+			}
 		}
+	}
+	// A worker item gone from the table sooner than a lease period after
+	// this instance last saw it move (another instance, whose scans saw it
+	// unmoved earlier, removed it as dead) is not forgotten: its process is
+	// dead once a lease period has passed since that sighting with the item
+	// still gone, as if it had stayed in the table, unmoved. (Before, it was
+	// dropped unjudged, and a lease this process had handed to it waited
+	// out the lease period after the handover instead of expiring then:
+	// unread for three lease periods, sim seed 41195.)
+	for id, s := range v.vanished {
+		w, back := workers[id]
+		switch {
+		case back && w.nonce != s.nonce:
+			v.diedOnce(id, s.nonce, now) // another process of the name replaced it
+		case back:
+		case now.Sub(s.at) >= v.period:
+			v.diedOnce(id, s.nonce, now)
+		default:
+			continue
+		}
+		delete(v.vanished, id)
 	}
 	v.workers = workers
 	for id, it := range items {
@@ -262,6 +293,14 @@ func (v *leaseView) died(id, nonce string, now time.Time) {
 		v.dead[id] = map[string]time.Time{}
 	}
 	v.dead[id][nonce] = now
+}
+
+// diedOnce records the process nonce of instance id dead, unless it is
+// known dead already (since then). Must hold v.mu.
+func (v *leaseView) diedOnce(id, nonce string, now time.Time) {
+	if _, dead := v.dead[id][nonce]; !dead {
+		v.died(id, nonce, now)
+	}
 }
 
 // sawWorker takes in a worker item read alone at now (to confirm an expiry

@@ -252,3 +252,46 @@ func TestLeaseHandedToAProcessKnownDeadExpires(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseHandedToAProcessRemovedByAnotherExpires: h hands s0 over to a,
+// whose process crashed just after its last heartbeat. Another instance,
+// whose scans saw a's worker item unmoved earlier than h's did, removes
+// it as dead before h has seen it unmoved for a lease period: h's next
+// scan finds it gone. h does not forget a's process unjudged: once a lease
+// period has passed since h last saw a's item move, with the item still
+// gone, a's process is dead to h, and s0, handed to it and not taken up,
+// expires to h then, rather than a lease period after the handover. An
+// item back in the table (a stale scan missed it) is judged as before.
+// (Found by the simulation: seed 41195, where s0 was then unread for three
+// lease periods.)
+func TestLeaseHandedToAProcessRemovedByAnotherExpires(t *testing.T) {
+	const period = 2 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, back := range []bool{false, true} {
+		v := newLeaseView("h", "nh", period)
+		v.settling(t0)
+		held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
+		aw := lease.Worker{ID: "a", Nonce: "na", Counter: 3}
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{aw}}, at(0))
+		aw.Counter++
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{aw}}, at(0.3)) // a's last move, as h saw it
+		handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
+		v.released(handed, at(1))
+		v.observe(lease.Scan{Shards: []lease.Shard{handed}}, at(1.5)) // a's item gone: removed by another instance
+		var ws []lease.Worker
+		if back {
+			ws = []lease.Worker{aw}
+		}
+		v.observe(lease.Scan{Shards: []lease.Shard{handed}, Workers: ws}, at(1.9))
+		v.observe(lease.Scan{Shards: []lease.Shard{handed}, Workers: ws}, at(2.4))
+		switch {
+		case !back && !v.expired(handed, at(2.4)):
+			t.Errorf("s0, handed to a's process, whose item was gone at 1.5 s and not seen moving since 0.3 s, not expired at 2.4 s")
+		case !back && !v.overdue(handed, at(3.4)):
+			t.Errorf("s0, handed to a's process known dead at 2.4 s, not overdue half a lease period later")
+		case back && v.expired(handed, at(2.4)):
+			t.Errorf("s0, handed to a's process, whose item a stale scan missed at 1.5 s, expired at 2.4 s, before a lease period since the handover")
+		}
+	}
+}
