@@ -97,7 +97,7 @@ type streamRef = awsclient.StreamRef
 
 // maxCheckpointLimit bounds checkpoint.limit. The ack tracker counts records
 // in ints, and the warning about records read past the checkpoint comes
-// first at behindWarnFactor times the limit (then at each doubling of the
+// first at read.BehindWarnFactor times the limit (then at each doubling of the
 // count): within this bound none of them can overflow, and no shard holds
 // anywhere near as many records in memory.
 const maxCheckpointLimit = 1<<31 - 1

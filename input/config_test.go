@@ -10,6 +10,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
@@ -291,7 +292,7 @@ func TestCheckpointLimitBound(t *testing.T) {
 	if err != nil || in.conf.CheckpointLimit != maxCheckpointLimit {
 		t.Fatalf("limit %d: %v", maxCheckpointLimit, err)
 	}
-	if first := behindWarnFactor * in.conf.CheckpointLimit; first <= 0 || first > math.MaxInt/(1<<20) {
+	if first := read.BehindWarnFactor * in.conf.CheckpointLimit; first <= 0 || first > math.MaxInt/(1<<20) {
 		t.Fatalf("the first warning at %d records past the checkpoint is near an overflow", first)
 	}
 	if _, err := newTestInput(t, fmt.Sprintf(base, maxCheckpointLimit+1)); err == nil || !strings.Contains(err.Error(), "field checkpoint.limit") {

@@ -2,7 +2,6 @@ package input
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 	"github.com/benthos-kinesis/benthos-kinesis/input/leasecoord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 )
 
@@ -32,16 +32,6 @@ type coordinationConfig interface {
 	// checkpoint commands at it.
 	store() (where, flags string)
 }
-
-// errNotHandedOut resolves a tracked batch that never reached the pipeline
-// (its reader stopped while it waited): like a rejection, the checkpoint
-// stays before it, and nobody waits for its acknowledgement.
-var errNotHandedOut = errors.New("the batch was never handed to the pipeline")
-
-// errLapsed stops a reader whose grant lapsed: not renewed for a lease
-// period (the process was paused, or the table is unreachable), so another
-// instance may read the shard now.
-var errLapsed = errors.New("the shard's lease was not renewed within lease_period")
 
 // fileConfig is checkpoint.dir: one instance, its checkpoints in a file.
 type fileConfig struct{ Dir string }
@@ -182,4 +172,22 @@ const minLeaseCallTimeout = 5 * time.Second
 func (l *leaseConfig) client(cfg aws.Config, opts ...awsclient.Option) *dynamodb.Client {
 	timeout := awsclient.CallTimeout(min(awsclient.DynamoDBCallTimeout, max(l.LeasePeriod, minLeaseCallTimeout)))
 	return awsclient.DynamoDB(cfg, l.Endpoint, append([]awsclient.Option{timeout}, opts...)...)
+}
+
+// readStore tells the readers where positions are kept, and words the
+// command that sets a shard's.
+func readStore(conf config) read.Store {
+	where, flags := conf.Coordination.store()
+	l, lease := conf.Coordination.(*leaseConfig)
+	st := read.Store{
+		Where:       where,
+		StreamFlags: conf.commandFlags,
+		SetCommand: func(streamARN, shardID string) string {
+			return checkpoint.SetCommand(flags, conf.commandFlags(streamARN), shardID, lease)
+		},
+	}
+	if lease && l.Group != "" {
+		st.EmptyHint = fmt.Sprintf("a group reads from its own checkpoints only, not those of another group or of no group (`benthos-kinesis checkpoint show --table %s [--group G]` lists them, `checkpoint set` moves a shard)", checkpoint.ShellQuote(l.Table))
+	}
+	return st
 }

@@ -56,7 +56,7 @@ func (l *subscribeLog) minGap() (time.Duration, int) {
 // shard is ever subscribed twice within a second.
 func TestEFOResubscribesWithoutLossOrDuplicates(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.SubscriptionLifetime(2*time.Second))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 4), kinesisfake.SubscriptionLifetime(2*time.Second))
 	subs := watchSubscribes(srv)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
@@ -86,7 +86,7 @@ func TestEFORecoversFromFaults(t *testing.T) {
 	t.Parallel()
 	// A short hand-over window: after each cut AWS refuses a new
 	// subscription for up to 5 s; the test is about recovering, not waiting.
-	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond),
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond),
 		kinesisfake.SubscribeTakeoverWindow(time.Second))
 	logs := &inputtest.Logs{}
 	out := &inputtest.Collector{}
@@ -120,7 +120,7 @@ func TestEFORecoversFromFaults(t *testing.T) {
 // about the limit, not the waits.)
 func TestEFORetryLimitSurfacesClearly(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	srv.FailNext("SubscribeToShard", 12, "LimitExceededException")
 	want := fakeProduce(t, srv, "orders", "a", 300, 7)
 	logs := &inputtest.Logs{}
@@ -169,7 +169,7 @@ func init() {
 // watchdog (35 s; 3 s here), and nothing is lost.
 func TestEFOWatchdogReplacesStalledSubscription(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1), kinesisfake.SubscriptionHeartbeat(time.Second))
 	srv.StallSubscriptionAfter("", 1, 0, 10*time.Minute) // silent right after the initial response
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipelineWith(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out.Consume, inputtest.Options{Input: fastTimersInput})
@@ -194,7 +194,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	t.Parallel()
 	t.Run("eager, consumer DELETING", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(time.Hour))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(time.Hour))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
 			t.Fatal(err)
@@ -211,7 +211,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	})
 	t.Run("eager, not registered", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, registration: eager }"))
 		for _, w := range []string{"consumer app", "is not registered", "benthos-kinesis efo register --stream", "registration: lazy"} {
 			if err == nil || !strings.Contains(err.Error(), w) {
@@ -221,7 +221,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	})
 	t.Run("lazy, consumer DELETING", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(3*time.Second))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1), kinesisfake.ConsumerDeletionDelay(3*time.Second))
 		arn, err := srv.RegisterConsumer("orders", "app")
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +241,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	})
 	t.Run("access denied", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 		srv.FailNext("DescribeStreamConsumer", 1, "AccessDeniedException")
 		err := connectErr(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"))
 		for _, w := range []string{"consumer app", "AccessDeniedException", "kinesis:DescribeStreamConsumer", "kinesis:RegisterStreamConsumer"} {
@@ -252,7 +252,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 	})
 	t.Run("subscribe access denied", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 		srv.FailNext("SubscribeToShard", 1, "AccessDeniedException")
 		want := fakeProduce(t, srv, "orders", "d", 50, 3)
 		logs := &inputtest.Logs{}
@@ -275,7 +275,7 @@ func TestEFOBadConsumerStates(t *testing.T) {
 // of a shard.
 func TestEFOLazyRegistersAGoneConsumerAgain(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.ConsumerDeletionDelay(500*time.Millisecond))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2), kinesisfake.ConsumerDeletionDelay(500*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 500, 11)
 	logs := &inputtest.Logs{}
 	out := &inputtest.Collector{}
@@ -312,7 +312,7 @@ func TestEFOLazyRegistersAGoneConsumerAgain(t *testing.T) {
 func TestEFOShardNotFoundIsNotAGoneConsumer(t *testing.T) {
 	t.Parallel()
 	const gone, live = "shardId-000000000000", "shardId-000000000001"
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	// Registered and ACTIVE before the input starts: its lazy registration
 	// then only describes it, once.
 	if _, err := srv.RegisterConsumer("orders", "app"); err != nil {
@@ -351,12 +351,12 @@ func TestEFOShardNotFoundIsNotAGoneConsumer(t *testing.T) {
 		return false
 	}
 	start := time.Now()
-	if !eventually(30*time.Second, surfaced) {
+	if !inputtest.Eventually(30*time.Second, surfaced) {
 		t.Fatalf("in %v, %d subscribe attempts to %s answered ResourceNotFound made %d DescribeStreamConsumer and %d RegisterStreamConsumer calls, and the shard's error never surfaced:\n%s",
 			time.Since(start).Round(time.Second), attempts.Load(), gone, srv.Calls("DescribeStreamConsumer"), srv.Calls("RegisterStreamConsumer"), logs.String())
 	}
 	// Retried, not taken for the shard's end.
-	if !eventually(30*time.Second, func() bool { return attempts.Load() >= 2 }) {
+	if !inputtest.Eventually(30*time.Second, func() bool { return attempts.Load() >= 2 }) {
 		t.Fatalf("%s was not subscribed to again after its error", gone)
 	}
 	p.StopWhen(t, out, len(want), time.Minute)

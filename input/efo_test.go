@@ -2,7 +2,6 @@ package input
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 // fan-out over HTTP/2 through a whole pipeline.
 func TestEFOExactlyOnceFromFake(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 4))
 	want := fakeProducePerShard(t, srv, "orders", "e", 5000, 25)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
@@ -52,7 +51,7 @@ func TestEFOExactlyOnceFromFake(t *testing.T) {
 // and nothing is lost.
 func TestEFOSplitAndMergeUsesChildShards(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2), kinesisfake.SubscriptionHeartbeat(200*time.Millisecond))
 	want := fakeProduce(t, srv, "orders", "a", 1000, 64)
 	out := &inputtest.Collector{}
 	dir := t.TempDir()
@@ -109,7 +108,7 @@ func TestEFODeregisterOnClose(t *testing.T) {
 	t.Parallel()
 	for _, deregister := range []bool{false, true} {
 		t.Run(fmt.Sprint("deregister_on_close=", deregister), func(t *testing.T) {
-			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 			want := fakeProduce(t, srv, "orders", "d", 20, 3)
 			out := &inputtest.Collector{}
 			p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), fmt.Sprintf("efo: { consumer_name: app, deregister_on_close: %v }", deregister)), out)
@@ -142,7 +141,7 @@ func TestEFODeregisterOnClose(t *testing.T) {
 // ARN given in the config: no consumer or stream description call at all.
 func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	arn, err := srv.RegisterConsumer("orders", "app")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +167,7 @@ func TestEFORegistrationNoneMakesNoControlPlaneCalls(t *testing.T) {
 func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 	t.Parallel()
 	// Events of at most 10 records: any larger batch was joined from reads.
-	srv := newFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2), kinesisfake.MaxEventRecords(10))
 	// The output holds its first batch until everything is written, so a
 	// backlog builds up whatever the machine's speed.
 	produced := make(chan struct{})
@@ -203,44 +202,4 @@ func TestEFOBusyPipelineGetsLargerBatches(t *testing.T) {
 		t.Fatalf("a batch of %d records: joined past checkpoint.limit", largest)
 	}
 	t.Logf("%d batches, the largest %d records", len(out.BatchSizes()), largest)
-}
-
-// TestSubscribeGapAcrossReadRestarts: when efo.Read returns (a fatal
-// error such as AccessDenied, or the retry limit), shardReader.publish calls
-// Read again after a full-jitter wait drawn from [0, 1s] for the first retry.
-// Before the fix the new Read started with a zero lastSubscribe and subscribed
-// at once:
-// two SubscribeToShard calls for one shard less than a second apart, which AWS
-// rejects with LimitExceeded (1 call/s per consumer and shard).
-func TestSubscribeGapAcrossReadRestarts(t *testing.T) {
-	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
-	arn, err := srv.RegisterConsumer("orders", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(400 * time.Millisecond) // ACTIVE after 200 ms
-	var mu sync.Mutex
-	var calls []time.Time
-	srv.Control("SubscribeToShard", func(*kinesisfake.Request) (bool, int, []byte) {
-		mu.Lock()
-		calls = append(calls, time.Now())
-		mu.Unlock()
-		return false, 0, nil
-	})
-	srv.FailNext("SubscribeToShard", 3, "AccessDeniedException")
-
-	startStreamHarnessWith(t, srv, "", mustOpenStore(t), func(in *kinesisInput, client *kinesis.Client) recordPublisher {
-		return in.efoPublisher(client, arn, "orders", nil)
-	})
-	waitUntil(t, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 4 })
-	mu.Lock()
-	defer mu.Unlock()
-	gap := time.Hour
-	for i := 1; i < len(calls); i++ {
-		gap = min(gap, calls[i].Sub(calls[i-1]))
-	}
-	if gap < time.Second {
-		t.Fatalf("two SubscribeToShard calls for one shard %v apart (%d calls, %d throttled): AWS allows one per second", gap.Round(time.Millisecond), len(calls), srv.Throttled("SubscribeToShard"))
-	}
 }

@@ -10,32 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
-	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// Helpers shared by the package's tests: the fake Kinesis and the input's
-// YAML for it, producers, a harness that runs one streamReader, and waits on
-// conditions.
-
-// newFake starts the fake Kinesis over TLS with HTTP/2, as AWS serves
-// fan-out, with short consumer activation.
-func newFake(t *testing.T, opts ...kinesisfake.Opt) *kinesisfake.Server {
-	t.Helper()
-	base := []kinesisfake.Opt{kinesisfake.TLS(), kinesisfake.ConsumerActivationDelay(200 * time.Millisecond), kinesisfake.ConsumerDeletionDelay(200 * time.Millisecond)}
-	srv, err := kinesisfake.New(append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	return srv
-}
+// Helpers shared by the package's tests: the input's YAML for the fake
+// Kinesis, producers, and log and checkpoint helpers (inputtest holds the
+// fake's starter and the one way to wait on a condition).
 
 // fakeInput is the input's YAML for the fake, reading by fan-out unless
 // extra says otherwise, committing every 100 ms.
@@ -124,135 +108,13 @@ func newTestInput(t *testing.T, yaml string) (*kinesisInput, error) {
 
 func pos(n int) checkpoint.Position { return checkpoint.Position{Sequence: strconv.Itoa(n)} }
 
-// scriptedPub is a recordPublisher made of one function field.
-type scriptedPub struct {
-	read func(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error
-}
-
-func (p scriptedPub) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
-	return p.read(ctx, shardID, start, deliver)
-}
-
-// streamHarness runs one streamReader of a real input against the fake (for
-// ListShards only) with a scripted publisher, and acknowledges every batch
-// the moment ReadBatch would hand it out.
-type streamHarness struct {
-	in     *kinesisInput
-	s      *streamReader
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	got   []string // data of every message acknowledged
-	sizes []int    // size of every batch handed out
-}
-
-func (h *streamHarness) data() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.got...)
-}
-
-// stop ends the reader as Close does: stop, wait, commit.
-func (h *streamHarness) stop(t *testing.T) {
-	t.Helper()
-	h.cancel()
-	h.wg.Wait()
-	if err := h.s.coord.Commit(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func startStreamHarness(t *testing.T, srv *kinesisfake.Server, extra string, store checkpoint.Store, pub recordPublisher) *streamHarness {
-	t.Helper()
-	return startStreamHarnessWith(t, srv, extra, store, func(*kinesisInput, *kinesis.Client) recordPublisher { return pub })
-}
-
-func startStreamHarnessWith(t *testing.T, srv *kinesisfake.Server, extra string, store checkpoint.Store, mk func(*kinesisInput, *kinesis.Client) recordPublisher) *streamHarness {
-	t.Helper()
-	return startStreamHarnessCP(t, srv, "", extra, store, mk)
-}
-
-// startStreamHarnessCP adds cpExtra (e.g. "limit: 10") to the checkpoint
-// settings.
-func startStreamHarnessCP(t *testing.T, srv *kinesisfake.Server, cpExtra, extra string, store checkpoint.Store, mk func(*kinesisInput, *kinesis.Client) recordPublisher) *streamHarness {
-	t.Helper()
-	if cpExtra != "" {
-		cpExtra = ", " + cpExtra
-	}
-	in, err := newTestInput(t, fakeYAML(srv, "orders", fmt.Sprintf("{ dir: '%s', commit_period: 100ms%s }", t.TempDir(), cpExtra), "reader: polling\n"+extra))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.coord = coord.NewLocal(store)
-	h := &streamHarness{in: in}
-	client := srv.NewClient()
-	h.s = &streamReader{in: in, name: "orders", arn: srv.StreamARN("orders"), client: client, pub: mk(in, client)}
-	ctx, cancel := context.WithCancel(in.ctx)
-	h.cancel = cancel
-	if err := h.s.load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.wg.Add(2)
-	go func() { defer h.wg.Done(); h.s.run(ctx) }()
-	go func() {
-		defer h.wg.Done()
-		for {
-			select {
-			case d := <-in.out:
-				h.mu.Lock()
-				h.sizes = append(h.sizes, len(d.batch))
-				for _, m := range d.batch {
-					b, _ := m.AsBytes()
-					h.got = append(h.got, string(b))
-				}
-				h.mu.Unlock()
-				d.ack(nil)
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { h.cancel(); h.wg.Wait() })
-	return h
-}
-
-func mustOpenStore(t *testing.T) *checkpoint.File {
-	t.Helper()
-	f, err := checkpoint.OpenFile(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	if !eventually(within, cond) {
-		t.Fatalf("condition not met within %v", within)
-	}
-}
-
-// eventually reports whether cond became true within the time given.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 // recreate deletes the fake's stream and creates it again with shards shards.
 func recreate(t *testing.T, srv *kinesisfake.Server, stream string, shards int) {
 	t.Helper()
 	if err := srv.DeleteStream(stream); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() bool { return srv.CreateStream(stream, shards) == nil })
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { return srv.CreateStream(stream, shards) == nil })
 }
 
 // produceFor writes records to the fake for d, at about rate records/s.

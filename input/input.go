@@ -1,16 +1,15 @@
-// Package input is the aws_kinesis_streams Benthos input: configuration, shard
-// discovery, one reader per shard, acknowledgement tracking and checkpoints.
-// It owns all policy; the record publishers (polling, efo) only read.
+// Package input is the aws_kinesis_streams Benthos input: its configuration,
+// the component's lifecycle (Connect, ReadBatch, Close), the memory policy,
+// replays of rejected batches, health, and the commands.
 //
-// Dependencies flow one way: the Benthos component (spec.go, config.go,
-// input.go: Connect, ReadBatch, Close) drives stream and shard reading
-// (stream.go: discovery and scheduling; shardreader.go, messages.go,
-// acks.go, replay.go), which asks a coordinator (package coord) which
-// shards it may read and tells it what was acknowledged; the coordinator
-// keeps that in the stream's positions and stores it (input/checkpoint, or
-// the lease table of package leasecoord on input/lease). coordination.go
-// turns the configuration into one or the other; nothing else asks which
-// one it has.
+// Dependencies flow one way: the component (spec.go, config.go, input.go)
+// builds one read.Env from the configuration and runs a read.Stream per
+// stream (package read: discovery, shard readers, acknowledgements), which
+// asks a coordinator (package coord) which shards it may read and tells it
+// what was acknowledged; the coordinator keeps that in the stream's
+// positions and stores it (input/checkpoint, or the lease table of package
+// leasecoord on input/lease). coordination.go turns the configuration into
+// one or the other; nothing else asks which one it has.
 package input
 
 import (
@@ -27,6 +26,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/efo"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
@@ -34,31 +34,14 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
-// delivery is one Benthos batch on its way from a shard reader to ReadBatch.
-type delivery struct {
-	batch service.MessageBatch
-	r     *shardReader
-	e     *tracked
-}
-
-// ack resolves the batch (nil error: acknowledged).
-func (d delivery) ack(err error) { d.r.ack(d.e, err) }
-
-// lapsed reports whether the reader's grant lapsed before the batch was
-// taken: its select in emit may have picked the send over the lapse when
-// both were ready (after a pause of the process). Such a batch is not
-// handed out (see withdraw).
-func (d delivery) lapsed(now time.Time) bool { return !now.Before(d.r.g.Until()) }
-
-// withdraw resolves a batch that is not handed out after all, and stops
-// its reader: the checkpoint stays before the batch, nobody waits for it,
-// and the next reader of the shard reads it again. (A reader that read on
-// would hand out records the checkpoint can no longer pass, and they would
-// come again after the next move of the lease.)
-func (d delivery) withdraw() {
-	d.r.tracker.Ack(d.e, errNotHandedOut)
-	d.r.stop(errLapsed)
-	d.r.s.in.log.Warnf("stream %s shard %s: a batch of %d records was withheld: the shard's lease lapsed (not renewed within lease_period) before the pipeline took it; the shard is read again from its checkpoint once the lease is renewed", d.r.s.name, d.r.info.id, len(d.batch))
+// stream is a stream the input reads: its reader, and what the component
+// keeps of it for Close.
+type stream struct {
+	*read.Stream
+	client *kinesis.Client
+	// deregister is the consumer ARN to deregister at a clean close
+	// (efo.deregister_on_close), or empty.
+	deregister string
 }
 
 // kinesisInput implements service.BatchInput.
@@ -74,7 +57,7 @@ type kinesisInput struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	out     chan delivery
+	out     chan read.Delivery
 	replays *replays // rejected batches to deliver again (auto_replay_nacks)
 	// budget bounds the bytes of records in flight across every shard
 	// (memory_limit); nil: no limit.
@@ -109,7 +92,7 @@ type kinesisInput struct {
 	connMu    sync.Mutex
 	connected bool
 	coord     coord.Coordination // the checkpoint file or the lease table; set by Connect
-	streams   []*streamReader
+	streams   []*stream
 	// seenAt is when each stream (by name) was first seen, kept across
 	// failed Connect attempts: start_from latest is pinned to it.
 	seenAt map[string]time.Time
@@ -141,7 +124,7 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 		metrics: newMetrics(res.Metrics()),
 		ctx:     ctx,
 		cancel:  cancel,
-		out:     make(chan delivery),
+		out:     make(chan read.Delivery),
 		health:  newInputHealth(),
 		replays: newReplays(),
 
@@ -219,9 +202,10 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		in.coord = c
 	}
 
-	var streams []*streamReader
+	env := in.readEnv()
+	var streams []*stream
 	for _, ref := range in.conf.Streams {
-		s, err := in.prepareStream(ctx, client, ref, in.where(cfg))
+		s, err := in.prepareStream(ctx, env, client, ref, in.where(cfg))
 		if err != nil {
 			return err
 		}
@@ -229,7 +213,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	}
 
 	for _, s := range streams {
-		if err := s.load(ctx); err != nil {
+		if err := s.Load(ctx); err != nil {
 			return err
 		}
 	}
@@ -240,7 +224,7 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			s.run(in.ctx)
+			s.Run(in.ctx)
 		}()
 	}
 	in.wg.Add(1)
@@ -256,6 +240,33 @@ func (in *kinesisInput) Connect(ctx context.Context) error {
 	return nil
 }
 
+// readEnv is what the input's readers share, from its configuration; once
+// the coordination is open.
+func (in *kinesisInput) readEnv() *read.Env {
+	start := read.Start{Name: in.conf.StartFrom, Latest: in.conf.StartFrom == startLatest}
+	if in.conf.StartFrom == startAtTimestamp {
+		start.At = in.conf.StartTimestamp
+	}
+	return &read.Env{
+		Log:       in.log,
+		Metrics:   in.metrics.read,
+		Out:       in.out,
+		Budget:    in.budget,
+		Batching:  in.conf.Batching,
+		Resources: in.res,
+		Limits: read.Limits{
+			Checkpoint:  in.conf.CheckpointLimit,
+			StrictOrder: in.conf.StrictOrder,
+			ReplayNacks: in.conf.ReplayNacks,
+			Deaggregate: in.conf.Deaggregate,
+			Discovery:   in.conf.DiscoveryInterval,
+		},
+		Start: start,
+		Coord: in.coord,
+		Store: readStore(in.conf),
+	}
+}
+
 // where describes the Kinesis endpoint for error messages.
 func (in *kinesisInput) where(cfg aws.Config) string {
 	if in.conf.Endpoint != "" {
@@ -267,27 +278,29 @@ func (in *kinesisInput) where(cfg aws.Config) string {
 // prepareStream finds the stream (and with fan-out, its consumer) and sets up
 // its reader. With registration none it makes no call at all: the consumer ARN
 // names the stream.
-func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Client, ref streamRef, where string) (*streamReader, error) {
-	s := &streamReader{in: in, name: ref.Name, client: client}
+func (in *kinesisInput) prepareStream(ctx context.Context, env *read.Env, client *kinesis.Client, ref streamRef, where string) (*stream, error) {
+	s := &stream{client: client}
+	c := read.StreamConfig{Name: ref.Name, Client: client}
 	at := time.Now()
 	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
-		c := in.conf.EFO.ConsumerARNs[ref.Name]
-		s.arn = c.StreamARN
-		s.firstSeen = in.firstSeen(ref.Name, at)
-		s.pub = in.efoPublisher(client, c.ARN, ref.Name, nil)
+		consumer := in.conf.EFO.ConsumerARNs[ref.Name]
+		c.ARN = consumer.StreamARN
+		c.FirstSeen = in.firstSeen(ref.Name, at)
+		c.Publisher = in.efoPublisher(client, consumer.ARN, ref.Name, nil)
+		s.Stream = read.NewStream(env, c)
 		return s, nil
 	}
-	s.describe = func(ctx context.Context) (awsclient.Stream, error) {
+	c.Describe = func(ctx context.Context) (awsclient.Stream, error) {
 		return awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
 	}
-	desc, err := s.describe(ctx)
+	desc, err := c.Describe(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.arn, s.created = desc.ARN, desc.Created
-	s.firstSeen = in.firstSeen(ref.Name, at)
+	c.ARN, c.Created = desc.ARN, desc.Created
+	c.FirstSeen = in.firstSeen(ref.Name, at)
 	if in.conf.Reader == readerPolling {
-		s.pub = polling.New(client, s.arn, polling.Options{
+		c.Publisher = polling.New(client, c.ARN, polling.Options{
 			Interval:     in.conf.PollingInterval,
 			IdleInterval: in.conf.PollingIdle,
 			Room:         in.room(),
@@ -297,20 +310,21 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 				in.metrics.throttles.Incr(1, ref.Name, shardID)
 			},
 		})
+		s.Stream = read.NewStream(env, c)
 		return s, nil
 	}
 	// Instances on one lease table register the consumer once: the one
 	// that claims the registration in the table; the claim is dropped once
 	// the consumer is there, whoever registered it.
-	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.ClaimRegistration(s.arn, in.conf.EFO.ConsumerName)}
+	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.ClaimRegistration(c.ARN, in.conf.EFO.ConsumerName)}
 	var consumer efo.Consumer
 	if in.conf.EFO.Registration == registrationLazy {
-		consumer, err = efo.Register(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+		consumer, err = efo.Register(ctx, client, c.ARN, in.conf.EFO.ConsumerName, wait)
 		if err == nil {
-			in.dropClaim(ctx, s, ref.Name)
+			in.dropClaim(ctx, c.ARN, ref.Name)
 		}
 	} else {
-		consumer, err = efo.Describe(ctx, client, s.arn, in.conf.EFO.ConsumerName, wait)
+		consumer, err = efo.Describe(ctx, client, c.ARN, in.conf.EFO.ConsumerName, wait)
 	}
 	if err != nil {
 		return nil, err
@@ -322,26 +336,27 @@ func (in *kinesisInput) prepareStream(ctx context.Context, client *kinesis.Clien
 	var reregister func(context.Context, string) (string, error)
 	if in.conf.EFO.Registration == registrationLazy {
 		reregister = func(ctx context.Context, stale string) (string, error) {
-			c, err := efo.RegisterAgain(ctx, client, s.arn, in.conf.EFO.ConsumerName, stale, wait)
+			again, err := efo.RegisterAgain(ctx, client, c.ARN, in.conf.EFO.ConsumerName, stale, wait)
 			if err == nil {
-				in.dropClaim(ctx, s, ref.Name)
+				in.dropClaim(ctx, c.ARN, ref.Name)
 			}
 			if err == nil && in.conf.EFO.DeregisterOnClose {
 				in.connMu.Lock()
-				s.deregister = c.ARN
+				s.deregister = again.ARN
 				in.connMu.Unlock()
 			}
-			return c.ARN, err
+			return again.ARN, err
 		}
 	}
-	s.pub = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
+	c.Publisher = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
+	s.Stream = read.NewStream(env, c)
 	return s, nil
 }
 
 // dropClaim removes the claim on the registration of a stream's consumer
 // from the lease table, if any: the consumer is registered.
-func (in *kinesisInput) dropClaim(ctx context.Context, s *streamReader, name string) {
-	if err := in.coord.DropRegistration(ctx, s.arn, in.conf.EFO.ConsumerName); err != nil {
+func (in *kinesisInput) dropClaim(ctx context.Context, streamARN, name string) {
+	if err := in.coord.DropRegistration(ctx, streamARN, in.conf.EFO.ConsumerName); err != nil {
 		in.log.Warnf("stream %s: %v", name, err)
 	}
 }
@@ -361,7 +376,7 @@ func (in *kinesisInput) firstSeen(name string, at time.Time) time.Time {
 
 // efoPublisher returns the fan-out publisher of a stream. With reregister
 // (lazy registration) a consumer deleted while in use is registered again.
-func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context, string) (string, error)) recordPublisher {
+func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, streamName string, reregister func(context.Context, string) (string, error)) read.Publisher {
 	o := efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,
@@ -421,7 +436,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 		}
 		// Counted while the pipeline waits for records (see pulling).
 		in.pulling.Add(1)
-		var d delivery
+		var d read.Delivery
 		var got bool
 		var stop error
 		select {
@@ -445,13 +460,13 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 			return nil, nil, stop
 		case !got:
 			continue
-		case d.lapsed(time.Now()):
-			d.withdraw()
+		case d.Lapsed(time.Now()):
+			d.Withdraw()
 			continue
 		case !in.conf.ReplayNacks:
-			return d.batch, func(_ context.Context, err error) error { d.ack(err); return nil }, nil
+			return d.Batch(), func(_ context.Context, err error) error { d.Ack(err); return nil }, nil
 		}
-		return in.hand(&replay{batch: d.batch, ack: d.ack})
+		return in.hand(&replay{batch: d.Batch(), ack: d.Ack})
 	}
 }
 
@@ -485,7 +500,7 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 		if err := in.deregister(ctx, s); err != nil {
 			errs = append(errs, err)
 		} else {
-			in.log.Infof("stream %s: deregistered consumer %s (deregister_on_close)", s.name, s.deregister)
+			in.log.Infof("stream %s: deregistered consumer %s (deregister_on_close)", s.Name(), s.deregister)
 		}
 	}
 	return errors.Join(errs...)
@@ -499,7 +514,7 @@ func (in *kinesisInput) Close(ctx context.Context) error {
 func (in *kinesisInput) closeStreams() []error {
 	var mu sync.Mutex
 	var errs []error
-	each := func(do func(s *streamReader) error) {
+	each := func(do func(s *stream) error) {
 		var wg sync.WaitGroup
 		for _, s := range in.streams {
 			wg.Add(1)
@@ -519,14 +534,14 @@ func (in *kinesisInput) closeStreams() []error {
 		defer cancel()
 		return do(ctx)
 	}
-	each(func(s *streamReader) error { return bounded(s.coord.Commit) })
-	each(func(s *streamReader) error { return bounded(s.coord.Release) })
+	each(func(s *stream) error { return bounded(s.Commit) })
+	each(func(s *stream) error { return bounded(s.Release) })
 	return errs
 }
 
 // deregister deregisters the consumer of a stream (deregister_on_close),
 // giving up after deregisterTimeout.
-func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
+func (in *kinesisInput) deregister(ctx context.Context, s *stream) error {
 	dctx, cancel := context.WithTimeout(ctx, in.deregisterTimeout)
 	defer cancel()
 	err := efo.Deregister(dctx, s.client, s.deregister)
@@ -537,7 +552,7 @@ func (in *kinesisInput) deregister(ctx context.Context, s *streamReader) error {
 		err = fmt.Errorf("no answer within %v: %w", in.deregisterTimeout, err)
 	}
 	return fmt.Errorf("stream %s: deregister_on_close: consumer %s may still be registered; remove it with `benthos-kinesis efo deregister --stream %s --consumer-name %s`: %w",
-		s.name, s.deregister, s.arn, in.conf.EFO.ConsumerName, err)
+		s.Name(), s.deregister, s.ARN(), in.conf.EFO.ConsumerName, err)
 }
 
 // commitLoop commits acknowledged positions every commit period (with a
@@ -557,11 +572,11 @@ func (in *kinesisInput) commitLoop(ctx context.Context) {
 			wg.Add(1)
 			go func() { // streams commit side by side: one slow table write holds no other stream
 				defer wg.Done()
-				err := s.coord.Commit(ctx)
+				err := s.Commit(ctx)
 				if ctx.Err() != nil {
 					return
 				}
-				s.health.committed(time.Now(), err)
+				s.Committed(time.Now(), err)
 				if err != nil {
 					in.log.Errorf("%v", err)
 				}

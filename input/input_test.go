@@ -2,14 +2,14 @@ package input
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
 // TestCloseBoundsDeregister: with efo.deregister_on_close, a
@@ -21,7 +21,7 @@ import (
 // call and waited for ever: here, until the fake's hour-long hold.
 func TestCloseBoundsDeregister(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	in, err := newTestInput(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app, deregister_on_close: true }"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,16 +61,6 @@ func TestCloseBoundsDeregister(t *testing.T) {
 	}
 }
 
-// testGrant is a grant that lapses at lapse.
-type testGrant struct{ lapse time.Time }
-
-func (testGrant) Start() checkpoint.Checkpoint                         { return checkpoint.Checkpoint{} }
-func (testGrant) Acked(checkpoint.Position)                            {}
-func (testGrant) Ended(context.Context, *checkpoint.Position) error    { return nil }
-func (testGrant) Read(int, time.Time)                                  {}
-func (g testGrant) Until() time.Time                                   { return g.lapse }
-func (testGrant) Stopped(context.Context, func(context.Context) error) {}
-
 // TestReadBatchWithholdsABatchWhoseLeaseLapsed: after a pause of the
 // process (SIGSTOP, a long GC), emit's send and its lapse timer can both be
 // ready, and Go's select picks either: a batch may reach ReadBatch after
@@ -84,27 +74,49 @@ func TestReadBatchWithholdsABatchWhoseLeaseLapsed(t *testing.T) {
 	t.Parallel()
 	in := replayTestInput(false)
 	defer in.cancel()
-	var stopped atomic.Value
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{}, stop: func(err error) { stopped.Store(err) }}
-	e := r.tracker.TryTrack(pos(1), 1)
+	lapsed := &testDelivery{batch: replayTestBatch("lapsed"), lapsed: true}
 	go func() {
-		in.out <- delivery{batch: replayTestBatch("lapsed"), r: r, e: e}
-		in.out <- replayTestDelivery(in, "live")
+		in.out <- lapsed
+		in.out <- replayTestDelivery("live")
 	}()
 	if d, _ := replayTestRead(t, in); d != "live" {
 		t.Fatalf("ReadBatch handed out %q, want the batch after the lapsed one", d)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-	defer cancel()
-	if err := r.tracker.Settled(ctx); err != nil {
-		t.Fatal("the withheld batch is still waited for")
+	// What a withdrawn batch does to its reader: read's
+	// TestWithdrawnBatchIsSettledAndStopsItsReader.
+	if w, acks := lapsed.outcome(); !w || len(acks) != 0 {
+		t.Fatalf("the lapsed batch was withdrawn: %v, acknowledged %v; want withdrawn and never acknowledged", w, acks)
 	}
-	if cp := r.tracker.Checkpoint(); cp != nil {
-		t.Fatalf("the checkpoint moved past a batch never handed out: %v", cp)
-	}
-	// Its reader stops: one that read on would hand out records behind a
-	// checkpoint that can no longer pass the withheld batch.
-	if err, _ := stopped.Load().(error); !errors.Is(err, errLapsed) {
-		t.Fatalf("the reader of the withheld batch was stopped with %v, want %v", err, errLapsed)
-	}
+}
+
+// testDelivery is a batch of a shard reader played by the test.
+type testDelivery struct {
+	batch  service.MessageBatch
+	lapsed bool
+
+	mu        sync.Mutex
+	acks      []error
+	withdrawn bool
+}
+
+func (d *testDelivery) Batch() service.MessageBatch { return d.batch }
+func (d *testDelivery) Lapsed(time.Time) bool       { return d.lapsed }
+
+func (d *testDelivery) Ack(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.acks = append(d.acks, err)
+}
+
+func (d *testDelivery) Withdraw() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.withdrawn = true
+}
+
+// outcome is whether the batch was withdrawn, and its acknowledgements.
+func (d *testDelivery) outcome() (bool, []error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.withdrawn, append([]error(nil), d.acks...)
 }

@@ -100,7 +100,7 @@ func TestLocalCorruptAggregates(t *testing.T) {
 // records by fan-out from the fake.
 func TestEFOAggregatedRecordsExactlyOnce(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 2000, MinUsers: 1, MaxUsers: 50, Plain: 500, Seed: 4})
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "efo: { consumer_name: app }"), out)
@@ -120,7 +120,7 @@ func TestEFORestartInsideAggregate(t *testing.T) {
 	// A short hand-over window: a restart's subscription is refused while
 	// AWS still holds the stopped run's (up to 5 s); the test is about where
 	// the restart resumes, not that wait.
-	srv := newFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3),
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1), kinesisfake.MaxEventRecords(3),
 		kinesisfake.SubscribeTakeoverWindow(time.Second))
 	prod := inputtest.ProduceAggregated(t, srv.NewClient(), "orders", "u", inputtest.AggregateMix{Aggregates: 80, MinUsers: 50, MaxUsers: 50, Seed: 5})
 	dir := t.TempDir()

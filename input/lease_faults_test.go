@@ -49,7 +49,7 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 		for _, r := range readers {
 			t.Run(fmt.Sprintf("%s_%d_instances", r.name, instances), func(t *testing.T) {
 				t.Parallel()
-				srv := newFake(t, append([]kinesisfake.Opt{kinesisfake.Stream("orders", 4)}, r.fake...)...)
+				srv := inputtest.NewFake(t, append([]kinesisfake.Opt{kinesisfake.Stream("orders", 4)}, r.fake...)...)
 				d := emulator.Dynalite(t)
 				const table = "recreated"
 				const period = 2 * time.Second // leaseYAML's lease_period
@@ -78,12 +78,12 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 					}
 					return n[""] == 0
 				}
-				waitUntil(t, 20*time.Second, everyoneHolds)
+				inputtest.WaitUntil(t, 20*time.Second, everyoneHolds)
 
 				// The old stream, read to its tip. (Which instance reads which
 				// shard may still change while the shares settle.)
 				old := fakeProducePerShard(t, srv, "orders", "old", 50, 4)
-				if !eventually(30*time.Second, func() bool { return allDelivered(all.All(), old) }) {
+				if !inputtest.Eventually(30*time.Second, func() bool { return allDelivered(all.All(), old) }) {
 					perShard := map[string]int{}
 					for _, m := range all.All() {
 						perShard[m.Shard]++
@@ -93,12 +93,12 @@ func TestLeasesRecreatedStreamExactlyOnce(t *testing.T) {
 					}
 					t.Fatalf("the old stream was not read within 30 s: delivered per shard %v (of 50 each), owners %v", perShard, owners(t, d, table))
 				}
-				waitUntil(t, 20*time.Second, everyoneHolds)
+				inputtest.WaitUntil(t, 20*time.Second, everyoneHolds)
 
 				before := all.Count()
 				recreate(t, srv, "orders", 4)
 				newer := produceFor(t, srv, "orders", "new", 3*time.Second, 100)
-				if !eventually(30*time.Second, func() bool { return allDelivered(all.All(), newer) }) {
+				if !inputtest.Eventually(30*time.Second, func() bool { return allDelivered(all.All(), newer) }) {
 					t.Log("not every record of the new stream arrived within 30 s")
 				}
 				// A duplicate comes from a reader under a lease that is no
@@ -176,7 +176,7 @@ func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 		outage = 5 * period / 2
 		slowed = time.Second // per batch while the output is slow
 	)
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	d := emulator.Dynalite(t)
 	proxy := emulator.NewDynamoDBProxy(t, d)
 	yaml := fakeYAML(srv, "orders", fmt.Sprintf(`
@@ -207,9 +207,9 @@ func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 	logs := &syncBuf{}
 	p := inputtest.StartPipelineWith(t, yaml, consume, inputtest.Options{Logs: logs})
 	logOnFailure(t, logs, "lease", "level=WARN")
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, "outage"))["solo"] == 2 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, "outage"))["solo"] == 2 })
 	want := produceFor(t, srv, "orders", "before", time.Second, 50)
-	waitUntil(t, 20*time.Second, func() bool { return allDelivered(out.All(), want) })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return allDelivered(out.All(), want) })
 
 	slow.Store(true)
 	calls, _ := proxy.Calls()
@@ -230,7 +230,7 @@ func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 	for k, v := range produceFor(t, srv, "orders", "after", 3*time.Second, 50) {
 		want[k] = v
 	}
-	if !eventually(30*time.Second, func() bool { return allDelivered(out.All(), want) }) {
+	if !inputtest.Eventually(30*time.Second, func() bool { return allDelivered(out.All(), want) }) {
 		t.Log("not every record arrived within 30 s")
 	}
 	p.Stop(t)
@@ -262,7 +262,7 @@ func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 // and no takeover.
 func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	d := emulator.Dynalite(t)
 	proxy := emulator.NewDynamoDBProxy(t, d)
 	via := &emulator.DynamoDB{Endpoint: proxy.Endpoint, Region: d.Region}
@@ -292,7 +292,7 @@ func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 	arn := srv.StreamARN("orders")
 	msgs := out.All()
 	last := msgs[len(msgs)-1].Seq
-	waitUntil(t, 10*time.Second, func() bool { // the checkpoint is written
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { // the checkpoint is written
 		it, ok, err := tb.Get(ctx, arn, id)
 		return err == nil && ok && it.Checkpoint.Position != nil && it.Checkpoint.Position.Sequence == last
 	})
@@ -304,14 +304,14 @@ func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 	for k, v := range b {
 		want[k] = v
 	}
-	waitUntil(t, 10*time.Second, func() bool { return allDelivered(out.All(), b) }) // acknowledged after the fence
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { return allDelivered(out.All(), b) }) // acknowledged after the fence
 	slow.Store(false)
 	time.Sleep(time.Until(over)) // the throttling lasts its whole duration
 	held, _, err := tb.Get(ctx, arn, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, func() bool { // renewed after the throttling
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { // renewed after the throttling
 		it, _, err := tb.Get(ctx, arn, id)
 		return err == nil && it.Owner == "solo" && it.Counter > held.Counter
 	})
@@ -320,7 +320,7 @@ func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 	}
 	// A record read again comes before c's in the shard: once c's are in,
 	// it would be too.
-	if !eventually(20*time.Second, func() bool { return allDelivered(out.All(), want) }) {
+	if !inputtest.Eventually(20*time.Second, func() bool { return allDelivered(out.All(), want) }) {
 		t.Log("not every record arrived within 20 s")
 	}
 	p.Stop(t)
@@ -339,7 +339,7 @@ func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 // records would be read again when none would.
 func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	d := emulator.Dynalite(t)
 	// a reaches the table through a proxy, whose Scan calls are a's lease
 	// cycles (the test's own calls go to dynalite directly).
@@ -353,16 +353,16 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	out := &inputtest.Collector{Hold: hold}
 	logs := &syncBuf{}
 	inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Logs: logs})
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
 	// a's reader is blocked: it reads no more while the output holds.
-	waitUntil(t, 20*time.Second, steady(func() int { return srv.Calls("GetRecords") }, time.Second))
+	inputtest.WaitUntil(t, 20*time.Second, steady(func() int { return srv.Calls("GetRecords") }, time.Second))
 	scans := func() int { c, _ := proxy.Calls(); return int(c["Scan"]) }
 	// scanned waits until a has started n lease cycles (a Scan each) since
 	// it was called.
 	scanned := func(n int) {
 		t.Helper()
 		from := scans()
-		waitUntil(t, 20*time.Second, func() bool { return scans() >= from+n })
+		inputtest.WaitUntil(t, 20*time.Second, func() bool { return scans() >= from+n })
 	}
 
 	ctx := t.Context()
@@ -408,7 +408,7 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	}
 	close(hold) // every batch handed out is acknowledged now
 	released := time.Now()
-	waitUntil(t, 20*time.Second, func() bool { return owners(t, d, table)[arn+":shardId-000000000000"] == "b" })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return owners(t, d, table)[arn+":shardId-000000000000"] == "b" })
 	t.Logf("handed over %v after the ask, %v after every batch handed out was acknowledged", time.Since(asked).Round(10*time.Millisecond), time.Since(released).Round(10*time.Millisecond))
 	if time.Since(released) > 2*time.Second {
 		for _, l := range logLines(logs, "handing", "handed") {
@@ -429,7 +429,7 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 	t.Parallel()
 	const period = 6 * time.Second
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	d := emulator.Dynalite(t)
 	yaml := func(id string) string {
 		return fakeYAML(srv, "orders", fmt.Sprintf(`
@@ -439,7 +439,7 @@ func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 	fakeProducePerShard(t, srv, "orders", "a", 4000, 8)
 	outA := &inputtest.Collector{Slow: 20 * time.Millisecond}
 	inputtest.StartPipelineWith(t, yaml("a"), outA.Consume, inputtest.Options{})
-	waitUntil(t, 20*time.Second, func() bool { n := spread(owners(t, d, "bpx")); return n["a"] == 2 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { n := spread(owners(t, d, "bpx")); return n["a"] == 2 })
 	outA.WaitFor(t, 100, 20*time.Second)
 
 	outB := &inputtest.Collector{}
@@ -448,7 +448,7 @@ func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 	last := map[string]string{}
 	var trace []string
 	var present time.Duration // b's first sign of life in the table
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		if present == 0 && slices.Contains(workerIDs(t, d, "bpx"), "b") {
 			present = time.Since(started)
 			trace = append(trace, fmt.Sprintf("+%v b's worker item", present.Round(10*time.Millisecond)))
@@ -494,7 +494,7 @@ func TestLeasesNewInstanceGetsItsShareWithinTwoCycles(t *testing.T) {
 // as a take).
 func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	d := emulator.Dynalite(t)
 	const (
 		table  = "recreated"
@@ -509,8 +509,8 @@ func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
 	logs := &syncBuf{}
 	inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Logs: logs})
 	// The old shard is idle: its lease is held and read, no checkpoint written.
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
-	waitUntil(t, 20*time.Second, func() bool { return srv.Calls("GetRecords") > 0 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return srv.Calls("GetRecords") > 0 })
 	ctx := t.Context()
 	tb, err := lease.Open(ctx, d.Client(), table, false)
 	if err != nil {
@@ -525,7 +525,7 @@ func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
 	recreate(t, srv, "orders", 1)
 	// b takes the free item of the new shard as soon as it is there.
 	var taken lease.Shard
-	waitUntil(t, 20*time.Second, func() bool {
+	inputtest.WaitUntil(t, 20*time.Second, func() bool {
 		it, ok, err := tb.Get(ctx, arn, id)
 		if err != nil || !ok || it.Checkpoint.ShardStart == old.Checkpoint.ShardStart {
 			return false
@@ -570,16 +570,16 @@ func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
 // lease period later.
 func TestLeasesStaleWorkerItemsDoNotDelayTheStart(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 8))
 	d := emulator.Dynalite(t)
 	const table = "stale"
 	crashed(t, d, table, srv.StreamARN("orders"), 50)
 	out := &inputtest.Collector{}
 	started := time.Now()
 	inputtest.StartPipeline(t, leaseYAML(srv, d, table, "alone", "reader: polling"), out)
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] >= 1 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] >= 1 })
 	first := time.Since(started)
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] == 8 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] == 8 })
 	all := time.Since(started)
 	t.Logf("first shard owned after %v, all 8 after %v", first.Round(10*time.Millisecond), all.Round(10*time.Millisecond))
 	if all-first > time.Second {
@@ -597,16 +597,16 @@ func TestLeasesStaleWorkerItemsDoNotDelayTheStart(t *testing.T) {
 func TestLeasesStaleWorkerItemsAreRemoved(t *testing.T) {
 	t.Parallel()
 	const period = 2 * time.Second // leaseYAML's lease_period
-	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 8))
 	d := emulator.Dynalite(t)
 	const table = "stale"
 	crashed(t, d, table, srv.StreamARN("orders"), 50)
 	out := &inputtest.Collector{}
 	started := time.Now()
 	inputtest.StartPipeline(t, leaseYAML(srv, d, table, "alone", "reader: polling"), out)
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] >= 1 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] >= 1 })
 	first := time.Now()
-	waitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] == 8 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["alone"] == 8 })
 	if all := time.Since(first); all > time.Second {
 		t.Errorf("alone on the stream, it owned all 8 free shards only %v after the first", all.Round(10*time.Millisecond))
 	}
@@ -619,7 +619,7 @@ func TestLeasesStaleWorkerItemsAreRemoved(t *testing.T) {
 		return n
 	}
 	// From its first lease: the instance is up, its start-up not counted.
-	if !eventually(time.Until(first.Add(2*period)), func() bool { return stale() == 0 }) {
+	if !inputtest.Eventually(time.Until(first.Add(2*period)), func() bool { return stale() == 0 }) {
 		t.Fatalf("%d of the 50 worker items of crashed instances still in the table %v after the instance started (lease_period %v)", stale(), time.Since(started).Round(10*time.Millisecond), period)
 	}
 	t.Logf("the stale worker items were gone %v after the start", time.Since(started).Round(10*time.Millisecond))

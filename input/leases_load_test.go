@@ -21,13 +21,13 @@ import (
 func TestLeasesBalanceByCount(t *testing.T) {
 	t.Parallel()
 	rates := []int{10, 6, 4, 4, 2, 2} // records a tick, per shard
-	srv := newFake(t, kinesisfake.Stream("orders", len(rates)))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", len(rates)))
 	d := emulator.Dynalite(t)
 	const table = "leases"
 	outs, pipes := loadInstances(t, srv, d, table, "lease_period: 2s, balance: count")
 	prod := produceAtRates(t, srv, len(rates), func(s int) int { return rates[s] })
 	var held map[string]int
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		held = spread(owners(t, d, table))
 		return held["i0"] == 2 && held["i1"] == 2 && held["i2"] == 2
 	})
@@ -106,7 +106,7 @@ func produceAtRates(t *testing.T, srv *kinesisfake.Server, shards int, perTick f
 func drainAndCheck(t *testing.T, p *rateProducer, outs []*inputtest.Collector, pipes []*inputtest.Pipeline) {
 	p.stop()
 	n := len(p.want)
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		got := 0
 		for _, o := range outs {
 			got += o.Count()

@@ -89,7 +89,7 @@ func spread(o map[string]string) map[string]int {
 // read on exactly after its last checkpoint.
 func TestLeasesShareAStream(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 16))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 16))
 	d := emulator.Dynalite(t)
 	const table = "leases"
 	var all []inputtest.Got
@@ -104,11 +104,11 @@ func TestLeasesShareAStream(t *testing.T) {
 	// The spread counts from the moment all three are in the table: how
 	// long three Benthos pipelines take to start on a loaded machine is not
 	// the lease core's. Nine lease cycles (6 s) bound it.
-	waitUntil(t, 20*time.Second, func() bool { return len(workerIDs(t, d, table)) == 3 })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return len(workerIDs(t, d, table)) == 3 })
 	start := time.Now()
 	last := map[string]string{}
 	var trace []string
-	if !eventually(6*time.Second, func() bool {
+	if !inputtest.Eventually(6*time.Second, func() bool {
 		for k, v := range rawItems(t, d, table) {
 			if last[k] != v {
 				trace = append(trace, fmt.Sprintf("+%v %s: %s", time.Since(start).Round(10*time.Millisecond), k[len(k)-2:], v))
@@ -122,7 +122,7 @@ func TestLeasesShareAStream(t *testing.T) {
 	}
 	t.Log(strings.Join(trace, "\n"))
 	t.Logf("16 shards spread %v %v after all three were in the table", spread(owners(t, d, table)), time.Since(start).Round(time.Millisecond))
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		n := 0
 		for _, o := range outs {
 			n += o.Count()
@@ -136,11 +136,11 @@ func TestLeasesShareAStream(t *testing.T) {
 	for k, v := range more {
 		want[k] = v
 	}
-	waitUntil(t, 10*time.Second, func() bool {
+	inputtest.WaitUntil(t, 10*time.Second, func() bool {
 		n := spread(owners(t, d, table))
 		return n["i0"] == 0 && n[""] == 0
 	})
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		n := 0
 		for _, o := range outs {
 			n += o.Count()
@@ -164,7 +164,7 @@ func TestLeasesShareAStream(t *testing.T) {
 // collector records the order over all three), and none twice.
 func TestLeasesReshardAcrossInstances(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 4))
 	d := emulator.Dynalite(t)
 	out := &inputtest.Collector{}
 	var pipes []*inputtest.Pipeline
@@ -172,7 +172,7 @@ func TestLeasesReshardAcrossInstances(t *testing.T) {
 		pipes = append(pipes, inputtest.StartPipeline(t, leaseYAML(srv, d, "reshard", fmt.Sprintf("i%d", i), "reader: polling"), out))
 	}
 	want := fakeProduce(t, srv, "orders", "a", 600, 16)
-	waitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "reshard")); return n[""] == 0 && len(n) == 3 })
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "reshard")); return n[""] == 0 && len(n) == 3 })
 
 	shards, err := srv.Shards("orders")
 	if err != nil {
@@ -214,7 +214,7 @@ func TestLeasesReshardAcrossInstances(t *testing.T) {
 // every record arrives exactly once.
 func TestLeasesSurviveThrottling(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 8))
 	d := emulator.Dynalite(t)
 	proxy := emulator.NewDynamoDBProxy(t, d)
 	via := &emulator.DynamoDB{Endpoint: proxy.Endpoint, Region: d.Region}
@@ -226,7 +226,7 @@ func TestLeasesSurviveThrottling(t *testing.T) {
 		pipes = append(pipes, inputtest.StartPipeline(t, leaseYAML(srv, via, "throttled", fmt.Sprintf("i%d", i), "reader: polling"), out))
 	}
 	want := fakeProduce(t, srv, "orders", "a", 400, 16)
-	waitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "throttled")); return n["i0"] == 4 && n["i1"] == 4 })
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { n := spread(owners(t, d, "throttled")); return n["i0"] == 4 && n["i1"] == 4 })
 	before := owners(t, d, "throttled")
 
 	calls, _ := proxy.Calls()
@@ -242,7 +242,7 @@ func TestLeasesSurviveThrottling(t *testing.T) {
 	for k, v := range fakeProduce(t, srv, "orders", "c", 400, 16) {
 		want[k] = v
 	}
-	waitUntil(t, 30*time.Second, func() bool { return outs[0].Count()+outs[1].Count() >= len(want) })
+	inputtest.WaitUntil(t, 30*time.Second, func() bool { return outs[0].Count()+outs[1].Count() >= len(want) })
 	if got := owners(t, d, "throttled"); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Fatalf("throttling shorter than a lease period moved leases:\nbefore %v\nafter  %v", before, got)
 	}
@@ -258,7 +258,7 @@ func TestLeasesSurviveThrottling(t *testing.T) {
 // once the lease expires and read from their stored start, exactly once.
 func TestLeasesOwnerDiedBeforeFirstCheckpoint(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 4))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 4))
 	d := emulator.Dynalite(t)
 	ctx := t.Context()
 	tb, err := lease.Open(ctx, d.Client(), "ghosts", true)
@@ -283,7 +283,7 @@ func TestLeasesOwnerDiedBeforeFirstCheckpoint(t *testing.T) {
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipelineWith(t, leaseYAML(srv, d, "ghosts", "heir", "reader: polling"), out.Consume, inputtest.Options{Metrics: m})
 	start := time.Now()
-	waitUntil(t, 10*time.Second, func() bool { return spread(owners(t, d, "ghosts"))["heir"] == 4 })
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { return spread(owners(t, d, "ghosts"))["heir"] == 4 })
 	t.Logf("the dead owner's 4 leases taken %v after the start (lease_period 2s)", time.Since(start).Round(10*time.Millisecond))
 	p.StopWhen(t, out, len(want), 20*time.Second)
 	inputtest.CheckDelivery(t, out.All(), want, true)
@@ -328,7 +328,7 @@ checkpoint:
 		pipes = append(pipes, inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Metrics: m}))
 	}
 	out.WaitFor(t, len(want), time.Minute)
-	waitUntil(t, 10*time.Second, func() bool {
+	inputtest.WaitUntil(t, 10*time.Second, func() bool {
 		n := spread(owners(t, d, "local"))
 		return n[""] == 0 && n["i0"] == 4 && n["i1"] == 4
 	})
@@ -338,7 +338,7 @@ checkpoint:
 		held := func() int64 {
 			return metrics[0].Counter("kinesis_owned_shards", "stream", name) + metrics[1].Counter("kinesis_owned_shards", "stream", name)
 		}
-		if !eventually(5*time.Second, func() bool { return held() == 4 }) {
+		if !inputtest.Eventually(5*time.Second, func() bool { return held() == 4 }) {
 			t.Errorf("stream %s: kinesis_owned_shards over both instances %d, want 4", name, held())
 		}
 	}
@@ -356,7 +356,7 @@ checkpoint:
 // whatever the others do.
 func TestLeaseGroupsEachReadEveryRecord(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 8))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 8))
 	d := emulator.Dynalite(t)
 	const table = "shared"
 	groups := map[string][]string{"": {"plain"}, "archiver": {"a0", "a1"}, "indexer": {"x0", "x1"}}
@@ -382,17 +382,17 @@ func TestLeaseGroupsEachReadEveryRecord(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, time.Minute, func() bool {
+	inputtest.WaitUntil(t, time.Minute, func() bool {
 		return count("") >= len(want) && count("archiver") >= len(want) && count("indexer") >= len(want)
 	})
 	// Each group holds the 8 shards once, shared among its own instances.
-	waitUntil(t, 30*time.Second, func() bool {
+	inputtest.WaitUntil(t, 30*time.Second, func() bool {
 		n := spread(owners(t, d, table))
 		return n["plain"] == 8 && n["a0"]+n["a1"] == 8 && n["x0"]+n["x1"] == 8 && n["a0"] > 0 && n["a1"] > 0 && n["x0"] > 0 && n["x1"] > 0
 	})
 	// Anything extra (a record read twice) would arrive within a few polls.
 	total := func() int { return count("") + count("archiver") + count("indexer") }
-	waitUntil(t, 10*time.Second, steady(total, time.Second))
+	inputtest.WaitUntil(t, 10*time.Second, steady(total, time.Second))
 	for _, p := range pipes {
 		p.Stop(t)
 	}

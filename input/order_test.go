@@ -40,7 +40,7 @@ func rejectOnce(out *inputtest.Collector, every int) func() int {
 // record reached the output after a later record of its shard.
 func nackedRun(t *testing.T, reader string, threads int, strict bool) int {
 	t.Helper()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 2000, 40)
 	out := &inputtest.Collector{Slow: 5 * time.Millisecond}
 	rejected := rejectOnce(out, 97)
@@ -109,7 +109,7 @@ func TestStrictOrderWithBatchPolicy(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 			want := fakeProduce(t, srv, "orders", "r", 1000, 40)
 			out := &inputtest.Collector{Slow: 2 * time.Millisecond}
 			rejected := rejectOnce(out, 97)

@@ -29,7 +29,7 @@ func TestStreamOfAnotherAccountIsReadByARN(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newFake(t, kinesisfake.Stream("orders", 3), kinesisfake.Account("111122223333"), kinesisfake.OtherAccount())
+			srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 3), kinesisfake.Account("111122223333"), kinesisfake.OtherAccount())
 			arn := srv.StreamARN("orders")
 			extra := tc.extra
 			if tc.registered {

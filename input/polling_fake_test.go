@@ -14,7 +14,7 @@ import (
 // without losing anything.
 func TestPollingStaysUnderQuotas(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 4), kinesisfake.Quotas(true))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 4), kinesisfake.Quotas(true))
 	want := fakeProduce(t, srv, "orders", "a", 20000, 53)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, fakeInput(srv, "orders", t.TempDir(), "reader: polling"), out)

@@ -11,41 +11,7 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
-
-// TestOutOfRange: a sequence start below the shard's first sequence number,
-// or above the last of a closed shard, is out of its range; other starts,
-// and shards not listed, are never.
-func TestOutOfRange(t *testing.T) {
-	open := shardInfo{id: "s", startSeq: "100"}
-	closed := shardInfo{id: "s", startSeq: "100", endSeq: "200"}
-	after := func(seq string) shard.Start { return shard.Start{Kind: shard.AfterSequence, Sequence: seq} }
-	for _, tc := range []struct {
-		name  string
-		start shard.Start
-		sh    shardInfo
-		out   bool
-	}{
-		{"below an open shard", after("99"), open, true},
-		{"its first", after("100"), open, false},
-		{"far above an open shard", after("99999999999999999999999999"), open, false},
-		{"above a closed shard", after("201"), closed, true},
-		{"a closed shard's last", after("200"), closed, false},
-		{"an end below the start is no end", after("300"), shardInfo{id: "s", startSeq: "100", endSeq: "9"}, false},
-		{"at, below", shard.Start{Kind: shard.AtSequence, Sequence: "5"}, open, true},
-		{"trim horizon", shard.Start{Kind: shard.TrimHorizon}, closed, false},
-		{"a shard not listed", after("1"), shardInfo{id: "s"}, false},
-	} {
-		err := outOfRange(tc.start, tc.sh)
-		if (err != nil) != tc.out {
-			t.Errorf("%s: outOfRange = %v, want out of range %v", tc.name, err, tc.out)
-		}
-		if err != nil && !strings.Contains(err.Error(), tc.start.Sequence) {
-			t.Errorf("%s: %q does not name the sequence number", tc.name, err)
-		}
-	}
-}
 
 // TestWrongPositionStopsTheShard hand-edits a shard's checkpoint to a
 // position the shard cannot hold: a sequence number beyond any it will ever
@@ -77,7 +43,7 @@ func TestWrongPositionStopsTheShard(t *testing.T) {
 
 func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	const shard0, shard1 = "shardId-000000000000", "shardId-000000000001"
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, readerYAML)
 	arn := srv.StreamARN("orders")
@@ -128,7 +94,7 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 	said := func() bool {
 		return hasLine(logs.String(), "level=ERROR", "shard "+shard0, bad, dir, "checkpoint set")
 	}
-	waitUntil(t, time.Minute, func() bool {
+	inputtest.WaitUntil(t, time.Minute, func() bool {
 		return len(out2.All()) >= len(want1) && said() &&
 			metrics.Counter("kinesis_shard_stopped", "stream", "orders", "shard", shard0) == 1
 	})
@@ -155,7 +121,7 @@ func testWrongPosition(t *testing.T, readerYAML, wrong string) {
 func TestNotReadyWhileNoShardCanBeRead(t *testing.T) {
 	t.Parallel()
 	const shard0 = "shardId-000000000000"
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
 	arn := srv.StreamARN("orders")
@@ -181,7 +147,7 @@ func TestNotReadyWhileNoShardCanBeRead(t *testing.T) {
 	logs := &inputtest.Logs{}
 	mux2 := http.NewServeMux()
 	inputtest.StartPipelineWith(t, conf, (&inputtest.Collector{}).Consume, inputtest.Options{Logs: logs, Mux: mux2})
-	if !eventually(30*time.Second, func() bool {
+	if !inputtest.Eventually(30*time.Second, func() bool {
 		return ready(mux2) == http.StatusServiceUnavailable &&
 			hasLine(logs.String(), "level=ERROR", "Failed to connect", "no shard can be read", shard0, "kinesis_shard_stopped")
 	}) {
@@ -201,7 +167,7 @@ func TestNotReadyWhileNoShardCanBeRead(t *testing.T) {
 func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 	t.Parallel()
 	const shard0 = "shardId-000000000000"
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
 	want := fakeProduce(t, srv, "orders", "a", 10, 2)
@@ -230,7 +196,7 @@ func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 	metrics := &inputtest.Metrics{}
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
-	waitUntil(t, time.Minute, func() bool { return len(out.All()) >= len(want) })
+	inputtest.WaitUntil(t, time.Minute, func() bool { return len(out.All()) >= len(want) })
 	more := fakeProduce(t, srv, "orders", "b", 10, 2)
 	for d, k := range more {
 		want[d] = k
@@ -262,7 +228,7 @@ func TestUnconfirmedShardEndIsNotTaken(t *testing.T) {
 func TestReadWithABadSequenceNumberIsNotTaken(t *testing.T) {
 	t.Parallel()
 	const shard0 = "shardId-000000000000"
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
 	bad := strings.Repeat("7", 1000)
@@ -297,4 +263,155 @@ func TestReadWithABadSequenceNumberIsNotTaken(t *testing.T) {
 	if !hasLine(logs.String(), "level=ERROR", "not a Kinesis sequence number") {
 		t.Errorf("the bad sequence number is not an error:\n%s", logs.String())
 	}
+}
+
+// TestExpiredCheckpoint restarts both readers from a checkpoint that Kinesis
+// refuses with InvalidArgumentException: once because its record passed the
+// retention period (trimmed), once (the first try only) for another cause
+// while the record is still there. Trimmed, the shard reads on from the
+// oldest record left, never repeating the records at or before the
+// checkpoint, reported by a warning and the kinesis_checkpoints_expired
+// metric. Refused for another cause, the read from TRIM_HORIZON shows the
+// record still there: nothing is skipped, an error names the position and
+// the command that sets it, and the position is tried again, then read from.
+//
+// Before the first fix the restarted reader retried the refused start for
+// ever (backoff up to 2 minutes) and shard 0 delivered nothing more; before
+// the second, any refusal read on from TRIM_HORIZON skipping every record up
+// to the refused position, and a position beyond every record of the shard
+// skipped all of them for good (see TestPositionBeyondShardStopsIt).
+func TestExpiredCheckpoint(t *testing.T) {
+	t.Parallel()
+	for _, reader := range []struct{ name, yaml string }{
+		{"polling", "reader: polling"},
+		{"efo", "efo: { consumer_name: app }"},
+	} {
+		for _, trimmed := range []bool{true, false} {
+			name := reader.name + "/trimmed"
+			if !trimmed {
+				name = reader.name + "/refused_for_another_cause"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				testExpiredCheckpoint(t, reader.yaml, trimmed)
+			})
+		}
+	}
+}
+
+func testExpiredCheckpoint(t *testing.T, readerYAML string, trimmed bool) {
+	const shard0, shard1 = "shardId-000000000000", "shardId-000000000001"
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
+	dir := t.TempDir()
+	conf := fakeInput(srv, "orders", dir, readerYAML)
+
+	// First run: read and checkpoint everything there is, then stop.
+	first := fakeProducePerShard(t, srv, "orders", "a", 20, 4)
+	out1 := &inputtest.Collector{}
+	p := inputtest.StartPipeline(t, conf, out1)
+	p.StopWhen(t, out1, len(first), time.Minute)
+	inputtest.CheckDelivery(t, out1.All(), first, true)
+	recs, err := srv.ShardRecords("orders", shard0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpointSeq := *recs[len(recs)-1].SequenceNumber
+	cps := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
+	if cp := cps.Shards[shard0]; cp.Position == nil || cp.Position.Sequence != checkpointSeq {
+		t.Fatalf("checkpoint of %s after the first run: %+v, want the last record %s", shard0, cp.Position, checkpointSeq)
+	}
+
+	// While stopped: more records, then the refusal of shard 0's checkpoint.
+	want := fakeProducePerShard(t, srv, "orders", "b", 30, 4)
+	var refused atomic.Int32
+	if trimmed {
+		// The 20 records read and 5 unread ones pass the retention period.
+		if _, err := srv.TrimShard("orders", shard0, 25); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			delete(want, "b-0-000000"+string(rune('0'+i)))
+		}
+	} else {
+		// The first start after a sequence number in shard 0 is refused,
+		// though its record is still there.
+		srv.Control("", func(r *kinesisfake.Request) (bool, int, []byte) {
+			if !startsAtSequence(r, shard0) || !refused.CompareAndSwap(0, 1) {
+				return false, 0, nil
+			}
+			status, body := kinesisfake.ErrorBody("InvalidArgumentException", "StartingSequenceNumber "+checkpointSeq+" is refused (injected).")
+			return true, status, body
+		})
+	}
+
+	logs := &inputtest.Logs{}
+	metrics := &inputtest.Metrics{}
+	out2 := &inputtest.Collector{}
+	p = inputtest.StartPipelineWith(t, conf, out2.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
+	p.StopWhen(t, out2, len(want), time.Minute)
+	// Every record left after the checkpoint exactly once; none of the first
+	// run's records again (they are not in want).
+	inputtest.CheckDelivery(t, out2.All(), want, true)
+	inputtest.CheckOrder(t, out2.All())
+	if !trimmed && refused.Load() != 1 {
+		t.Fatal("the injected refusal was not met: the test proves nothing")
+	}
+
+	text := logs.String()
+	fallbacks := 0
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, shard0) && strings.Contains(line, "from the oldest record (TRIM_HORIZON) instead") {
+			fallbacks++
+			if !strings.Contains(line, "level=WARN") {
+				t.Errorf("the fallback is not logged as a warning: %s", line)
+			}
+		}
+	}
+	if fallbacks != 1 {
+		t.Errorf("the fallback to TRIM_HORIZON was logged %d times, want once:\n%s", fallbacks, text)
+	}
+	expired := "checkpoint " + checkpointSeq + " expired"
+	expiredLogged := strings.Contains(text, expired)
+	expiredCount := metrics.Counter("kinesis_checkpoints_expired", "stream", "orders", "shard", shard0)
+	if n := metrics.Counter("kinesis_checkpoints_expired", "stream", "orders", "shard", shard1); n != 0 {
+		t.Errorf("kinesis_checkpoints_expired of the untouched %s is %d", shard1, n)
+	}
+	if trimmed {
+		if !expiredLogged {
+			t.Errorf("no warning %q:\n%s", expired, text)
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, expired) && (!strings.Contains(line, "level=WARN") || !strings.Contains(line, "stream orders shard "+shard0) || !strings.Contains(line, "retention period") || !strings.Contains(line, "lost")) {
+				t.Errorf("the warning does not name the stream, the shard, the retention period and the loss at warning level: %s", line)
+			}
+		}
+		if expiredCount != 1 {
+			t.Errorf("kinesis_checkpoints_expired of %s is %d, want 1", shard0, expiredCount)
+		}
+	} else {
+		if expiredLogged {
+			t.Errorf("a checkpoint whose record is still there was reported expired:\n%s", text)
+		}
+		if expiredCount != 0 {
+			t.Errorf("kinesis_checkpoints_expired of %s is %d for a checkpoint whose record is still there", shard0, expiredCount)
+		}
+		if !hasLine(text, "level=ERROR", "shard "+shard0, checkpointSeq, "checkpoint set") {
+			t.Errorf("the refusal of a checkpoint whose record is still there is not an error naming the position and `checkpoint set`:\n%s", text)
+		}
+	}
+}
+
+// startsAtSequence reports whether a GetShardIterator or SubscribeToShard call
+// to the shard starts at or after a sequence number.
+func startsAtSequence(r *kinesisfake.Request, shardID string) bool {
+	var in struct {
+		ShardId           string
+		ShardIteratorType string
+		StartingPosition  struct{ Type string }
+	}
+	if (r.Op != "GetShardIterator" && r.Op != "SubscribeToShard") || json.Unmarshal(r.Body, &in) != nil || in.ShardId != shardID {
+		return false
+	}
+	typ := in.ShardIteratorType + in.StartingPosition.Type
+	return typ == "AT_SEQUENCE_NUMBER" || typ == "AFTER_SEQUENCE_NUMBER"
 }

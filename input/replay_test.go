@@ -10,8 +10,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
-	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
@@ -57,7 +57,7 @@ func TestReplaysComeDueInTime(t *testing.T) {
 // stops now and then: TestEFORestartInsideAggregate did, 2 runs in 3.)
 func TestStopWhileBatchesAreRejected(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 300, 7)
 	dir := t.TempDir()
 	conf := fakeYAML(srv, "orders", "{ dir: '"+dir+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }\nbatching: { count: 7, period: 200ms }")
@@ -73,7 +73,7 @@ func TestStopWhileBatchesAreRejected(t *testing.T) {
 	}
 	p := inputtest.StartPipeline(t, conf, first)
 	// Stop once a replay has been rejected again (the pauses begin then).
-	waitUntil(t, time.Minute, func() bool {
+	inputtest.WaitUntil(t, time.Minute, func() bool {
 		first.Lock()
 		defer first.Unlock()
 		return rejections >= 4
@@ -98,7 +98,7 @@ func TestStopWhileBatchesAreRejected(t *testing.T) {
 // wrapper did; the input's first replay sent the whole batch each time).
 func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 10, 1)
 	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms }", "reader: polling\nbatching: { count: 10 }")
 
@@ -132,7 +132,7 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 	}
 
 	p := inputtest.StartPipelineFunc(t, conf, consume, nil)
-	waitUntil(t, time.Minute, func() bool {
+	inputtest.WaitUntil(t, time.Minute, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) == len(want) && failures == 3
@@ -155,18 +155,17 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 // readers by sending on out.
 func replayTestInput(replay bool) *kinesisInput {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan delivery), replays: newReplays(), health: newInputHealth()}
+	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan read.Delivery), replays: newReplays(), health: newInputHealth()}
 }
 
 func replayTestBatch(data string) service.MessageBatch {
 	return service.MessageBatch{service.NewMessage([]byte(data))}
 }
 
-// replayTestDelivery is a batch of one message from a shard reader of the
-// grant that never lapses.
-func replayTestDelivery(in *kinesisInput, data string) delivery {
-	r := &shardReader{s: &streamReader{in: in}, tracker: newAckTracker(10), g: testGrant{lapse: coord.Never}, stop: func(error) {}}
-	return delivery{batch: replayTestBatch(data), r: r, e: r.tracker.TryTrack(pos(1), 1)}
+// replayTestDelivery is a batch of one message from a shard reader whose
+// grant never lapses.
+func replayTestDelivery(data string) read.Delivery {
+	return &testDelivery{batch: replayTestBatch(data)}
 }
 
 func replayTestRead(t *testing.T, in *kinesisInput) (string, service.AckFunc) {
@@ -186,7 +185,7 @@ func replayTestRead(t *testing.T, in *kinesisInput) (string, service.AckFunc) {
 func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 	in := replayTestInput(true)
 	defer in.cancel()
-	go func() { in.out <- replayTestDelivery(in, "old") }()
+	go func() { in.out <- replayTestDelivery("old") }()
 	d, ack := replayTestRead(t, in)
 	if d != "old" {
 		t.Fatalf("read %q", d)
@@ -198,7 +197,7 @@ func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 	}
 	_ = ack(context.Background(), errors.New("nack 2")) // replayed after 50-100 ms
 	time.Sleep(150 * time.Millisecond)                  // the replay is due
-	go func() { in.out <- replayTestDelivery(in, "new") }()
+	go func() { in.out <- replayTestDelivery("new") }()
 	if d, _ = replayTestRead(t, in); d != "old" {
 		t.Errorf("read %q before the due replay of old", d)
 	}
@@ -209,7 +208,7 @@ func TestDueReplayComesBeforeNewerBatches(t *testing.T) {
 // would drop a batch read after its soft stop without resolving it).
 func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
 	in := replayTestInput(true)
-	go func() { in.out <- replayTestDelivery(in, "old") }()
+	go func() { in.out <- replayTestDelivery("old") }()
 	_, ack := replayTestRead(t, in)
 	_ = ack(context.Background(), errors.New("nack")) // due at once
 	in.cancel()                                       // as Close does
@@ -232,7 +231,7 @@ func TestReadBatchAfterEndHandsOutNoReplay(t *testing.T) {
 // checkpoint moves to the end and the gauge drops to zero.
 func TestPersistentRejectionDoesNotStopTheShard(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 300, 7)
 	dir := t.TempDir()
 	conf := fakeYAML(srv, "orders", "{ dir: '"+dir+"', commit_period: 100ms, limit: 20 }", "reader: polling\npolling: { limit: 10 }")
@@ -256,7 +255,7 @@ func TestPersistentRejectionDoesNotStopTheShard(t *testing.T) {
 	// Everything but the poisoned batch (of at most 10 records, so the shard
 	// has room to read on) arrives; the records past the checkpoint are all
 	// of them from the poisoned batch on.
-	waitUntil(t, time.Minute, func() bool {
+	inputtest.WaitUntil(t, time.Minute, func() bool {
 		out.Lock()
 		defer out.Unlock()
 		return rejected > 0 && len(out.Msgs())+rejected == len(want) && past() >= int64(len(want)-5)

@@ -1,52 +1,16 @@
 package input
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
-
-// TestCheckpointLimitBoundsInFlight: the spec promises "At most
-// checkpoint.limit records per shard are in flight unacknowledged". One read
-// (a GetRecords answer or a fan-out event holds up to 10,000 records) larger
-// than the limit must be split. Before the fix it was handed out whole, as one
-// batch: ackTracker.Track admits any batch when nothing is pending.
-func TestCheckpointLimitBoundsInFlight(t *testing.T) {
-	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
-	pub := scriptedPub{read: func(ctx context.Context, id string, start shard.Start, deliver shard.Deliver) error {
-		var recs []types.Record
-		for i := 1; i <= 50; i++ {
-			recs = append(recs, reviewRecord(fmt.Sprint(i), fmt.Sprint("r", i)))
-		}
-		if err := deliver(ctx, shard.Batch{Records: recs}); err != nil {
-			return err
-		}
-		<-ctx.Done()
-		return ctx.Err()
-	}}
-	h := startStreamHarnessCP(t, srv, "limit: 10", "", mustOpenStore(t), func(*kinesisInput, *kinesis.Client) recordPublisher { return pub })
-	waitUntil(t, 10*time.Second, func() bool { return len(h.data()) == 50 })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if m := slices.Max(h.sizes); m > 10 {
-		t.Fatalf("a batch of %d records was in flight with checkpoint.limit 10 (batches %v)", m, h.sizes)
-	}
-}
 
 // TestBatchPolicyProcessorErrorsAreDelivered: a processor of the batch
 // policy that fails flags the messages with its error (Benthos' way); they
@@ -54,7 +18,7 @@ func TestCheckpointLimitBoundsInFlight(t *testing.T) {
 // and nothing says auto_replay_nacks is false (it is not).
 func TestBatchPolicyProcessorErrorsAreDelivered(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 50, 3)
 	dir := t.TempDir()
 	out := &inputtest.Collector{}
@@ -100,7 +64,7 @@ batching:
 // checkpoint passed them and they were lost at the restart.
 func TestStopDuringBatchPolicyFlushLosesNothing(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "r", 5, 2)
 	dir := t.TempDir()
 	metrics := &inputtest.Metrics{}
@@ -111,7 +75,7 @@ batching:
   processors:
     - sleep: { duration: 1m }`)
 	p := inputtest.StartPipelineWith(t, slow, out.Consume, inputtest.Options{Metrics: metrics})
-	waitUntil(t, 30*time.Second, func() bool { return metrics.Counter("kinesis_records_read") >= 5 })
+	inputtest.WaitUntil(t, 30*time.Second, func() bool { return metrics.Counter("kinesis_records_read") >= 5 })
 	p.Stop(t)
 	if n := out.Count(); n != 0 {
 		t.Fatalf("%d records delivered through a processor sleeping a minute", n)
@@ -137,13 +101,13 @@ batching:
 // (the peak memory of a backlog drain). Then everything arrives, in order.
 func TestAShardReadsOneReadAhead(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	want := fakeProduce(t, srv, "orders", "a", 3000, 7)
 	hold := make(chan struct{})
 	out := &inputtest.Collector{Hold: hold}
 	conf := fakeYAML(srv, "orders", "{ dir: '"+t.TempDir()+"', commit_period: 100ms, limit: 100 }", "reader: polling\npolling: { interval: 200ms, limit: 1000 }")
 	p := inputtest.StartPipeline(t, conf, out)
-	waitUntil(t, 30*time.Second, func() bool { return srv.Calls("GetRecords") >= 1 })
+	inputtest.WaitUntil(t, 30*time.Second, func() bool { return srv.Calls("GetRecords") >= 1 })
 	// Five polling intervals: time enough for any fetch ahead to be made.
 	time.Sleep(5 * 200 * time.Millisecond)
 	if n := srv.Calls("GetRecords"); n != 1 {
@@ -167,7 +131,7 @@ func TestMalformedCheckpointStopsOnlyItsShard(t *testing.T) {
 
 func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	const shard0, shard1 = "shardId-000000000000", "shardId-000000000001"
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
 	arn := srv.StreamARN("orders")
@@ -194,7 +158,7 @@ func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs, Metrics: metrics})
 	out.WaitFor(t, 10, time.Minute)
-	waitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), "not read") })
+	inputtest.WaitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), "not read") })
 	p.Stop(t)
 	inputtest.CheckDelivery(t, out.All(), of("a-1-"), true)
 	if containsShard(out.All(), shard0) {
@@ -231,41 +195,4 @@ func testMalformedCheckpoint(t *testing.T, seq string, want []string) {
 	p = inputtest.StartPipeline(t, conf, out2)
 	p.StopWhen(t, out2, 10, time.Minute)
 	inputtest.CheckDelivery(t, out2.All(), of("a-0-"), true)
-}
-
-// TestBatchPolicyWithoutCountHoldsAtMostTheLimit: a batch policy without a
-// count (a period, a byte size) holds at most checkpoint.limit records before
-// it is flushed, so that a read of aggregates of many user records (empty
-// ones never reach a byte size) is not held whole in the batcher. Before the
-// fix the 200 user records of one aggregate were converted and added to the
-// batcher at once, and went out as one batch of 200 with checkpoint.limit
-// 10: one Kinesis record of 1 MB can hold 166,650.
-func TestBatchPolicyWithoutCountHoldsAtMostTheLimit(t *testing.T) {
-	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
-	users := make([]kpl.UserRecord, 200)
-	for i := range users {
-		users[i] = kpl.UserRecord{PartitionKey: "k", Data: []byte(fmt.Sprint("u", i))}
-	}
-	agg, err := kpl.Pack(users)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := scriptedPub{read: func(ctx context.Context, id string, start shard.Start, deliver shard.Deliver) error {
-		rec := reviewRecord("1", "")
-		rec.Data = agg.Data
-		if err := deliver(ctx, shard.Batch{Records: []types.Record{rec}}); err != nil {
-			return err
-		}
-		<-ctx.Done()
-		return ctx.Err()
-	}}
-	h := startStreamHarnessCP(t, srv, "limit: 10", "batching: { period: 50ms }\n", mustOpenStore(t),
-		func(*kinesisInput, *kinesis.Client) recordPublisher { return pub })
-	waitUntil(t, 10*time.Second, func() bool { return len(h.data()) == len(users) })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if m := slices.Max(h.sizes); m > 10 {
-		t.Fatalf("a batch of %d user records with checkpoint.limit 10 and a batch policy without a count (batches %v)", m, h.sizes)
-	}
 }

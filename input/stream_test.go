@@ -3,20 +3,15 @@ package input
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
-	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
-	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
 // TestLatestIsPinnedWhenTheStreamIsFirstSeen: start_from latest means the
@@ -26,7 +21,7 @@ import (
 // read.
 func TestLatestIsPinnedWhenTheStreamIsFirstSeen(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	if _, _, err := srv.Put("orders", "k", []byte("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +50,7 @@ func TestLatestIsPinnedWhenTheStreamIsFirstSeen(t *testing.T) {
 		"start_from: trim_horizon", "start_from: latest", 1)
 	out := &inputtest.Collector{}
 	p := inputtest.StartPipeline(t, conf, out)
-	waitUntil(t, 30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return failed == 3 })
+	inputtest.WaitUntil(t, 30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return failed == 3 })
 	mu.Lock()
 	n := len(want)
 	mu.Unlock()
@@ -63,69 +58,6 @@ func TestLatestIsPinnedWhenTheStreamIsFirstSeen(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	inputtest.CheckDelivery(t, out.All(), want, true)
-}
-
-// TestRecreatedStreamWithRegistrationNone: with efo.registration none
-// the input never describes the stream, so streamReader.created stays zero and
-// load's "deleted and created again" check is skipped. Before the fix (a
-// check of each shard's starting sequence number at discovery), a stream
-// deleted and created again under the same name (and a new consumer ARN in the
-// config) inherited the old stream's checkpoints: its shardId-000000000000 was
-// taken for the old, ended one and never read. Silent loss.
-//
-// The harness builds the streamReader as prepareStream does for registration
-// none (no describe, zero creation time); it reads by polling for brevity.
-func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
-	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
-	dir := t.TempDir()
-	mkPolling := func(in *kinesisInput, client *kinesis.Client) recordPublisher {
-		return polling.New(client, srv.StreamARN("orders"), polling.Options{})
-	}
-	for i := 0; i < 3; i++ {
-		if _, _, err := srv.Put("orders", "k", []byte(fmt.Sprintf("old-%d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := srv.SplitShard("orders", "shardId-000000000000", ""); err != nil {
-		t.Fatal(err)
-	}
-
-	// First life of the stream: shard 0 is read to its end.
-	store1, err := checkpoint.OpenFile(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := startStreamHarnessWith(t, srv, "", store1, mkPolling)
-	waitUntil(t, 20*time.Second, func() bool {
-		cp, _ := h.s.pos.Of("shardId-000000000000")
-		return cp.Ended
-	})
-	h.stop(t)
-	store1.Close()
-
-	// The stream is deleted and created again, with new records.
-	if err := srv.DeleteStream("orders"); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 10*time.Second, func() bool { return srv.CreateStream("orders", 1) == nil })
-	for i := 0; i < 3; i++ {
-		if _, _, err := srv.Put("orders", "k", []byte(fmt.Sprintf("new-%d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	store2, err := checkpoint.OpenFile(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store2.Close()
-	h2 := startStreamHarnessWith(t, srv, "", store2, mkPolling)
-	if !eventually(time.Minute, func() bool { return slices.Contains(h2.data(), "new-0") }) {
-		got := h2.data()
-		cp, _ := h2.s.pos.Of("shardId-000000000000")
-		t.Fatalf("the recreated stream's records were never read (got %q); its shardId-000000000000 carries the old stream's checkpoint %+v", got, cp)
-	}
 }
 
 // TestRecreatedWhileRunningKeepsNewCheckpoints: a stream deleted and created
@@ -146,7 +78,7 @@ func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 			dir := t.TempDir()
 			conf := strings.Replace(fakeInput(srv, "orders", dir, c.reader+"\nshard_discovery_interval: 1s"),
 				"start_from: trim_horizon", "start_from: "+c.startFrom, 1)
@@ -155,7 +87,7 @@ func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
 			out := &inputtest.Collector{}
 			p := inputtest.StartPipeline(t, conf, out)
 			// With latest, records count once the start is pinned and saved.
-			waitUntil(t, 20*time.Second, func() bool { return len(inputtest.ReadCheckpointsUnlocked(t, dir, arn).Shards) > 0 })
+			inputtest.WaitUntil(t, 20*time.Second, func() bool { return len(inputtest.ReadCheckpointsUnlocked(t, dir, arn).Shards) > 0 })
 			want := fakeProduce(t, srv, "orders", "old", 5, 2)
 			out.WaitFor(t, len(want), 30*time.Second)
 
@@ -177,50 +109,6 @@ func TestRecreatedWhileRunningKeepsNewCheckpoints(t *testing.T) {
 	}
 }
 
-// TestChildrenOfTheOldStreamAreIgnored: a reader of the stream before a
-// reset (deleted and created again) may report the end of its shard just
-// after the reset. Before the fix its children were adopted into the new
-// stream's state: pinned, and read as shards of the new stream (or, with an
-// id the new stream also has, started before their time).
-func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
-	t.Parallel()
-	in, err := newTestInput(t, "streams: [orders]\nreader: polling\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := checkpoint.OpenFile(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	in.coord = coord.NewLocal(store)
-	s := &streamReader{in: in, name: "orders", arn: "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
-	if err := s.load(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	s.running["shardId-000000000000"] = func(error) {}
-	if err := s.reset(t.Context()); err != nil { // no describe: as with registration none
-		t.Fatal(err)
-	}
-	child := shardInfo{id: "shardId-000000000001", parents: []string{"shardId-000000000000"}}
-	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: 0, ended: true, children: []shardInfo{child}})
-	if _, ok := s.shards[child.id]; ok {
-		t.Fatal("a child reported by a reader of the old stream was adopted by the new one")
-	}
-	if _, ok := s.pos.Of(child.id); ok {
-		t.Fatal("a child reported by a reader of the old stream was pinned in the new one's state")
-	}
-	if len(s.running) != 0 {
-		t.Fatal("the old reader is still counted as running")
-	}
-	// The same event of the current state is adopted.
-	s.running["shardId-000000000000"] = func(error) {}
-	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.Epoch(), ended: true, children: []shardInfo{child}})
-	if _, ok := s.pos.Of(child.id); !ok {
-		t.Fatal("a child reported by a current reader was not pinned")
-	}
-}
-
 // TestReplaysOfTheOldStreamAfterARecreate: batches of the old stream that
 // the output rejected are still replayed after the stream was deleted and
 // created again (they were read and never processed: at least once holds
@@ -228,7 +116,7 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 // checkpoints.
 func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 1))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling\nshard_discovery_interval: 1s")
 	old := fakeProduce(t, srv, "orders", "old", 5, 1)
@@ -244,7 +132,7 @@ func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
 		return false
 	}
 	p := inputtest.StartPipeline(t, conf, out)
-	waitUntil(t, 30*time.Second, func() bool { return rejections.Load() >= 2 })
+	inputtest.WaitUntil(t, 30*time.Second, func() bool { return rejections.Load() >= 2 })
 	recreate(t, srv, "orders", 1)
 	newer := fakeProduce(t, srv, "orders", "new", 5, 1)
 	out.WaitFor(t, len(newer), 30*time.Second)
@@ -266,46 +154,6 @@ func TestReplaysOfTheOldStreamAfterARecreate(t *testing.T) {
 	p2 := inputtest.StartPipeline(t, conf, out2)
 	p2.StopWhen(t, out2, len(more), 30*time.Second)
 	inputtest.CheckDelivery(t, out2.All(), more, true)
-}
-
-// TestParentCycle finds shards whose parents lead back to themselves.
-func TestParentCycle(t *testing.T) {
-	sh := func(id string, parents ...string) shardInfo { return shardInfo{id: id, parents: parents} }
-	for _, tc := range []struct {
-		name   string
-		shards []shardInfo
-		cycle  string
-	}{
-		{"a split and a merge", []shardInfo{sh("0"), sh("1", "0"), sh("2", "0"), sh("3", "1", "2")}, ""},
-		{"parents gone", []shardInfo{sh("5", "1"), sh("6", "5", "4")}, ""},
-		{"two", []shardInfo{sh("0", "1"), sh("1", "0")}, "0 1 0"},
-		{"itself", []shardInfo{sh("7", "7")}, "7 7"},
-		{"behind a good one", []shardInfo{sh("0"), sh("1", "0", "3"), sh("2", "1"), sh("3", "2")}, "1 3 2 1"},
-	} {
-		shards := map[string]shardInfo{}
-		for _, s := range tc.shards {
-			shards[s.id] = s
-		}
-		if got := strings.Join(parentCycle(shards), " "); got != tc.cycle {
-			t.Errorf("%s: cycle %q, want %q", tc.name, got, tc.cycle)
-		}
-	}
-}
-
-// TestNeverListed tells a shard id that cannot be of the stream (above every
-// listed one, or not a shard id) from one that may have passed retention.
-func TestNeverListed(t *testing.T) {
-	listed := []shardInfo{{id: "shardId-000000000003"}, {id: "shardId-000000000004"}}
-	for id, want := range map[string]bool{
-		"shardId-000000000001": false, // may have passed the retention period
-		"shardId-000000000099": true,
-		"shard-7":              true,
-		"shardId-":             true,
-	} {
-		if got := neverListed(id, listed); got != want {
-			t.Errorf("neverListed(%s) = %v, want %v", id, got, want)
-		}
-	}
 }
 
 // TestBadListingsAreSaid: ListShards answers that leave the stream unread
@@ -330,7 +178,7 @@ func TestBadListingsAreSaid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newFake(t, kinesisfake.Stream("orders", 1))
+			srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 			dir := t.TempDir()
 			conf := fakeInput(srv, "orders", dir, "reader: polling")
 			want := fakeProduce(t, srv, "orders", "a", 5, 1)
@@ -347,7 +195,7 @@ func TestBadListingsAreSaid(t *testing.T) {
 			})
 			logs := &inputtest.Logs{}
 			p = inputtest.StartPipelineWith(t, conf, out.Consume, inputtest.Options{Logs: logs})
-			waitUntil(t, time.Minute, func() bool { return hasLine(logs.String(), "level=ERROR", "stream orders", tc.said) })
+			inputtest.WaitUntil(t, time.Minute, func() bool { return hasLine(logs.String(), "level=ERROR", "stream orders", tc.said) })
 			p.Stop(t)
 			after := inputtest.ReadCheckpoints(t, dir, srv.StreamARN("orders"))
 			const shard0 = "shardId-000000000000"
@@ -358,7 +206,7 @@ func TestBadListingsAreSaid(t *testing.T) {
 	}
 	t.Run("checkpoint_of_a_shard_not_in_the_stream", func(t *testing.T) {
 		t.Parallel()
-		srv := newFake(t, kinesisfake.Stream("orders", 1))
+		srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 		dir := t.TempDir()
 		store, err := checkpoint.OpenFile(dir)
 		if err != nil {
@@ -392,7 +240,7 @@ func TestBadListingsAreSaid(t *testing.T) {
 // start_from latest skipped what was written meanwhile in silence.
 func TestStartSaysWhichStoreAndWhatItHeld(t *testing.T) {
 	t.Parallel()
-	srv := newFake(t, kinesisfake.Stream("orders", 2))
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 2))
 	dir := t.TempDir()
 	conf := fakeInput(srv, "orders", dir, "reader: polling")
 	want := fakeProduce(t, srv, "orders", "a", 4, 2)
@@ -406,7 +254,7 @@ func TestStartSaysWhichStoreAndWhatItHeld(t *testing.T) {
 		if run == 0 {
 			p.StopWhen(t, out, len(want), time.Minute)
 		} else {
-			waitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), said) })
+			inputtest.WaitUntil(t, time.Minute, func() bool { return strings.Contains(logs.String(), said) })
 			p.Stop(t)
 		}
 		text := logs.String()

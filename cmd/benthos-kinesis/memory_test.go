@@ -93,9 +93,9 @@ const (
 //     the kinesis package's pipe goroutine, each blocked on an unbuffered
 //     channel);
 //   - one decoded event in the efo publisher, blocked handing it to the
-//     shard reader (an unbuffered channel: input/shardreader.go);
+//     shard reader (an unbuffered channel: input/read/shardreader.go);
 //   - one event converted to messages in the shard reader, blocked in the
-//     ack tracker (input/acks.go) until acknowledgements make room;
+//     ack tracker (input/read/acks.go) until acknowledgements make room;
 //   - checkpoint.limit records in flight in the pipeline, as messages and
 //     as the mapping's output (or one event, if larger than the limit).
 func memPerShard() float64 {

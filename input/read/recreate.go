@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"context"
@@ -39,7 +39,8 @@ type pendingRead struct {
 // tracks them until acknowledged and, at the shard's end, waits for the last
 // acknowledgement and commits the end before reporting it.
 type shardReader struct {
-	s     *streamReader
+	s     *Stream
+	log   shardLog
 	info  shardInfo
 	cp    checkpoint.Checkpoint
 	epoch int // of the stream's state when the reader started
@@ -88,32 +89,34 @@ type shardReader struct {
 	warnBehind int
 }
 
-// behindWarnFactor: a warning is due once this many times checkpoint.limit
+// BehindWarnFactor: a warning is due once this many times checkpoint.limit
 // records were read past a checkpoint that does not move.
-const behindWarnFactor = 10
+const BehindWarnFactor = 10
 
-func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *shardReader {
+func newShardReader(s *Stream, info shardInfo, g coord.Grant, epoch int) *shardReader {
 	cp := g.Start()
 	r := &shardReader{
 		s:       s,
+		log:     newShardLog(s.env.Log, s.name, info.id),
 		info:    info,
 		cp:      cp,
 		epoch:   epoch,
 		g:       g,
-		tracker: newAckTracker(s.in.conf.CheckpointLimit),
-		conv:    newConverter(s, info, cp.Position),
-		ledger:  &roomLedger{budget: s.in.budget},
+		tracker: newAckTracker(s.env.Limits.Checkpoint),
+		conv:    nil,
+		ledger:  &roomLedger{budget: s.env.Budget},
 	}
+	r.conv = newConverter(s, r.log, info, cp.Position)
 	r.tracker.resolved = r.ledger.resolve
 	// Counted in the budget's shares from now, before its reader runs: the
 	// first readers of a stream must not take shares meant for fewer.
-	r.member = s.in.budget.Join()
-	r.tracker.strict = s.in.conf.StrictOrder
+	r.member = s.env.Budget.Join()
+	r.tracker.strict = s.env.Limits.StrictOrder
 	r.tracker.report = func(behind, pending int) {
-		s.in.metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
-		s.in.metrics.unacknowledged.Set(int64(pending), s.name, info.id)
+		s.env.Metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
+		s.env.Metrics.unacknowledged.Set(int64(pending), s.name, info.id)
 	}
-	r.warnBehind = behindWarnFactor * r.tracker.limit
+	r.warnBehind = BehindWarnFactor * r.tracker.limit
 	if cp.Position != nil {
 		p := *cp.Position
 		r.tracker.last = &p
@@ -125,7 +128,7 @@ func newShardReader(s *streamReader, info shardInfo, g coord.Grant, epoch int) *
 // cannot be read from (err names the store, the value and the fix).
 // Reading it from anywhere else would skip or repeat records.
 func (r *shardReader) refuse(ctx context.Context, err error) {
-	r.stayStopped(ctx, fmt.Sprintf("stream %s shard %s: not read: %v", r.s.name, r.info.id, err))
+	r.stayStopped(ctx, fmt.Sprintf("not read: %v", err))
 }
 
 // stayStopped keeps the shard unread until ctx ends, as an operator must
@@ -137,7 +140,7 @@ func (r *shardReader) stayStopped(ctx context.Context, why string) {
 	t := time.NewTicker(coord.ReportAgain)
 	defer t.Stop()
 	for {
-		r.s.in.log.Errorf("%s", why)
+		r.log.Errorf("%s", why)
 		select {
 		case <-ctx.Done():
 			return
@@ -153,7 +156,7 @@ func (r *shardReader) setStopped(stopped bool) {
 	if stopped {
 		v = 1
 	}
-	r.s.in.metrics.stopped.Set(v, r.s.name, r.info.id)
+	r.s.env.Metrics.stopped.Set(v, r.s.name, r.info.id)
 	r.s.health.setStopped(r.info.id, stopped)
 }
 
@@ -162,25 +165,24 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
 	defer r.releaseRoom() // last: after the publisher goroutine is joined
 	defer r.member.Leave()
-	log := r.s.in.log
 	start, err := r.cp.Resume()
 	if err != nil {
 		r.refuse(ctx, err)
 		return ev
 	}
-	if !r.s.in.conf.Batching.IsNoop() {
-		b, err := r.s.in.conf.Batching.NewBatcher(r.s.in.res)
+	if !r.s.env.Batching.IsNoop() {
+		b, err := r.s.env.Batching.NewBatcher(r.s.env.Resources)
 		if err != nil {
-			log.Errorf("stream %s shard %s: creating the batcher: %v", r.s.name, r.info.id, err)
+			r.log.Errorf("creating the batcher: %v", err)
 			<-ctx.Done()
 			return ev
 		}
 		r.batcher = b
-		r.hasPeriod = r.s.in.conf.Batching.Period != ""
-		r.uncounted = r.s.in.conf.Batching.Count <= 0
+		r.hasPeriod = r.s.env.Batching.Period != ""
+		r.uncounted = r.s.env.Batching.Count <= 0
 		defer b.Close(context.Background())
 	}
-	log.Debugf("stream %s shard %s: reading from %v", r.s.name, r.info.id, start)
+	r.log.Debugf("reading from %v", start)
 
 	pctx, pcancel := context.WithCancel(ctx)
 	batches := make(chan shard.Batch)
@@ -224,7 +226,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 				// end, which returns below; anything else is a bug, and a
 				// pause keeps it from becoming a hot loop of restarts.
 				if ctx.Err() == nil {
-					r.s.in.log.Errorf("stream %s shard %s: the reader stopped before the shard's end; restarting it", r.s.name, r.info.id)
+					r.log.Errorf("the reader stopped before the shard's end; restarting it")
 					backoff.Sleep(ctx, time.Second)
 				}
 				return ev
@@ -284,7 +286,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 					return
 				}
 				wait := bo.Next()
-				r.s.in.log.Errorf("stream %s shard %s: %v; checking again in %v", r.s.name, r.info.id, err, wait.Round(time.Millisecond))
+				r.log.Errorf("%v; checking again in %v", err, wait.Round(time.Millisecond))
 				if backoff.Sleep(ctx, wait) != nil {
 					return
 				}
@@ -386,7 +388,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			continue
 		case errors.Is(err, errEndUnconfirmed):
 			wait := bo.Next()
-			r.s.in.log.Warnf("stream %s shard %s: %v; the end is not taken, and the shard is read again from %v in %v (metric kinesis_shard_ends_unconfirmed)", r.s.name, r.info.id, err, start, wait.Round(time.Millisecond))
+			r.log.Warnf("%v; the end is not taken, and the shard is read again from %v in %v (metric kinesis_shard_ends_unconfirmed)", err, start, wait.Round(time.Millisecond))
 			if backoff.Sleep(ctx, wait) != nil {
 				return
 			}
@@ -418,7 +420,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 					// record was there may have been trimmed since.
 					fallback = &trimFallback{from: start}
 					if !refused {
-						r.s.in.log.Warnf("stream %s shard %s: reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", r.s.name, r.info.id, start, err)
+						r.log.Warnf("reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", start, err)
 					}
 					continue
 				}
@@ -431,7 +433,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 		if fallback != nil {
 			next = "TRIM_HORIZON, skipping every record up to " + next + ","
 		}
-		r.s.in.log.Errorf("stream %s shard %s: %v; reading again from %s in %v", r.s.name, r.info.id, err, next, wait.Round(time.Millisecond))
+		r.log.Errorf("%v; reading again from %s in %v", err, next, wait.Round(time.Millisecond))
 		if backoff.Sleep(ctx, wait) != nil {
 			return
 		}
@@ -442,7 +444,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 // to be another one (the stream was created again), for discovery to reset
 // the stream and end this reader.
 func (r *shardReader) awaitReset(ctx context.Context, err error) {
-	r.s.in.log.Warnf("stream %s shard %s: %v; waiting for shard discovery to start the new stream's readers", r.s.name, r.info.id, err)
+	r.log.Warnf("%v; waiting for shard discovery to start the new stream's readers", err)
 	<-ctx.Done()
 }
 
@@ -450,9 +452,9 @@ func (r *shardReader) awaitReset(ctx context.Context, err error) {
 // what followed it within the retention period is read, what passed the
 // retention period too is lost.
 func (r *shardReader) checkpointExpired(from shard.Start) {
-	r.s.in.metrics.expired.Incr(1, r.s.name, r.info.id)
-	r.s.in.log.Warnf("stream %s shard %s: checkpoint %s expired: its record is older than the stream's retention period and was trimmed; reading goes on from the oldest record left, and the records after the checkpoint that were older than the retention period too are lost",
-		r.s.name, r.info.id, from.Sequence)
+	r.s.env.Metrics.expired.Incr(1, r.s.name, r.info.id)
+	r.log.Warnf("checkpoint %s expired: its record is older than the stream's retention period and was trimmed; reading goes on from the oldest record left, and the records after the checkpoint that were older than the retention period too are lost",
+		from.Sequence)
 }
 
 // releaseRoom gives back, once the reader stopped, the budget's room of
@@ -531,7 +533,7 @@ func (r *shardReader) flush(ctx context.Context) error {
 			return terr
 		}
 		r.tracker.Ack(e, err)
-		r.s.in.log.Errorf("stream %s shard %s: the batch policy failed on %d records ending at %v (%v): they did not reach the pipeline, and the shard's checkpoint stays before them until a restart reads them again", r.s.name, r.info.id, n, pos, err)
+		r.log.Errorf("the batch policy failed on %d records ending at %v (%v): they did not reach the pipeline, and the shard's checkpoint stays before them until a restart reads them again", n, pos, err)
 		return nil
 	}
 	r.ledger.flushed(n, room)
@@ -630,7 +632,7 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 	if !join || r.end != nil {
 		more = nil
 	}
-	var d delivery
+	var d *delivery
 	sent := false
 	defer func() {
 		if e != nil && !sent {
@@ -647,17 +649,17 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		if err != nil {
 			return err
 		}
-		var out chan<- delivery
+		var out chan<- Delivery
 		var idle <-chan struct{}
 		if e == nil {
 			idle = r.tracker.Idle()
 		} else {
-			if d.r == nil {
-				d = delivery{r: r, e: e}
+			if d == nil {
+				d = &delivery{r: r, e: e}
 				r.watchBehind()
 			}
 			d.batch = batch
-			out = r.s.in.out
+			out = r.s.env.Out
 		}
 		select {
 		case out <- d:
@@ -738,8 +740,8 @@ func (r *shardReader) lapsed() (<-chan time.Time, error) {
 
 func (r *shardReader) ack(e *tracked, err error) {
 	pos, moved := r.tracker.Ack(e, err)
-	if err != nil && !r.s.in.conf.ReplayNacks {
-		r.s.in.log.Warnf("stream %s shard %s: a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", r.s.name, r.info.id, e.pos, err)
+	if err != nil && !r.s.env.Limits.ReplayNacks {
+		r.log.Warnf("a batch ending at %v was rejected (%v) and auto_replay_nacks is false: the shard's checkpoint stays before it until a restart reads it again", e.pos, err)
 	}
 	if moved {
 		r.g.Acked(pos)
@@ -752,7 +754,7 @@ func (r *shardReader) ack(e *tracked, err error) {
 // gauge kinesis_records_past_checkpoint). Only the reader's goroutine calls it.
 func (r *shardReader) watchBehind() {
 	behind := r.tracker.Behind()
-	first := behindWarnFactor * r.tracker.limit
+	first := BehindWarnFactor * r.tracker.limit
 	switch {
 	case behind < first:
 		r.warnBehind = first
@@ -762,7 +764,7 @@ func (r *shardReader) watchBehind() {
 		if cp := r.tracker.Checkpoint(); cp != nil {
 			at = cp.String()
 		}
-		r.s.in.log.Warnf("stream %s shard %s: %d records were read past the shard's checkpoint (%s), which waits for a batch that is still not acknowledged (rejected and replayed, or held by the output): a restart now would read all of them again (metric kinesis_records_past_checkpoint)", r.s.name, r.info.id, behind, at)
+		r.log.Warnf("%d records were read past the shard's checkpoint (%s), which waits for a batch that is still not acknowledged (rejected and replayed, or held by the output): a restart now would read all of them again (metric kinesis_records_past_checkpoint)", behind, at)
 	}
 }
 
@@ -776,7 +778,7 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		}
 	}
 	if r.tracker.Frozen() {
-		r.s.in.log.Warnf("stream %s shard %s: read to its end, but a rejected batch holds its checkpoint: its child shards are read after a restart", r.s.name, r.info.id)
+		r.log.Warnf("read to its end, but a rejected batch holds its checkpoint: its child shards are read after a restart")
 	}
 	if err := r.tracker.Drained(ctx); err != nil {
 		return ev
@@ -786,12 +788,12 @@ func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
 		if err == nil {
 			break
 		}
-		r.s.in.log.Errorf("stream %s shard %s: %v", r.s.name, r.info.id, err)
+		r.log.Errorf("%v", err)
 		if backoff.Sleep(ctx, time.Second) != nil {
 			return ev
 		}
 	}
-	r.s.in.log.Debugf("stream %s shard %s: read to its end", r.s.name, r.info.id)
+	r.log.Debugf("read to its end")
 	// Benthos' metrics API cannot remove a series: a finished shard's gauges
 	// go to zero, so that no dashboard shows lag of a shard that is done.
 	r.s.zeroShardGauges(r.info.id)

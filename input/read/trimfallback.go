@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"

@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
@@ -19,19 +17,16 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
-// streamReader reads one stream: it discovers its shards, decides which may
+// Stream reads one stream: it discovers its shards, decides which may
 // be read (every parent read to its end first) and runs one shardReader per
 // readable shard. The stream's checkpoints are its positions.
-type streamReader struct {
-	in      *kinesisInput
+type Stream struct {
+	env     *Env
 	name    string
 	arn     string
 	created time.Time
-	client  *kinesis.Client
-	pub     recordPublisher
-	// deregister is the consumer ARN to deregister at a clean close
-	// (efo.deregister_on_close), or empty.
-	deregister string
+	client  awsclient.ListShardsAPI
+	pub     Publisher
 	// firstSeen is when the input first saw the stream (described it, or with
 	// registration none started on it): start_from latest is pinned to it,
 	// so records written while the first shard listing is retried are read.
@@ -84,7 +79,7 @@ type streamReader struct {
 // setBehind records how far a shard's reader is behind the tip of its
 // shard (ms < 0: the shard is finished), and sets the shard's gauge and the
 // stream's, the most of its shards.
-func (s *streamReader) setBehind(shardID string, ms int64) {
+func (s *Stream) setBehind(shardID string, ms int64) {
 	s.behindMu.Lock()
 	defer s.behindMu.Unlock()
 	if s.behind == nil {
@@ -96,26 +91,26 @@ func (s *streamReader) setBehind(shardID string, ms int64) {
 	} else {
 		s.behind[shardID] = ms
 	}
-	s.in.metrics.millisBehind.Set(ms, s.name, shardID)
+	s.env.Metrics.millisBehind.Set(ms, s.name, shardID)
 	var most int64
 	for _, v := range s.behind {
 		most = max(most, v)
 	}
-	s.in.metrics.streamBehind.Set(most, s.name)
+	s.env.Metrics.streamBehind.Set(most, s.name)
 }
 
 // zeroShardGauges sets the gauges of a shard this instance no longer reads
 // (finished, or its lease gone) to zero: Benthos' metrics API cannot remove
 // a series, and no dashboard should show lag of a shard read elsewhere.
-func (s *streamReader) zeroShardGauges(shardID string) {
+func (s *Stream) zeroShardGauges(shardID string) {
 	s.setBehind(shardID, -1)
-	s.in.metrics.pastCheckpoint.Set(0, s.name, shardID)
-	s.in.metrics.unacknowledged.Set(0, s.name, shardID)
+	s.env.Metrics.pastCheckpoint.Set(0, s.name, shardID)
+	s.env.Metrics.unacknowledged.Set(0, s.name, shardID)
 }
 
 // warnOutOfRange reports whether the shard's first user record outside its
 // hash key range is being seen now.
-func (s *streamReader) warnOutOfRange(shardID string) bool {
+func (s *Stream) warnOutOfRange(shardID string) bool {
 	_, seen := s.outOfRangeWarned.LoadOrStore(shardID, true)
 	return !seen
 }
@@ -128,17 +123,60 @@ type shardEvent struct {
 	children []shardInfo // from the end of the shard, possibly empty
 }
 
-// load reads the stored checkpoints through the input's coordination.
-func (s *streamReader) load(ctx context.Context) error {
+// StreamConfig is what the component found of a stream to read.
+type StreamConfig struct {
+	Name, ARN string
+	// Created is the stream's creation time; zero when not described
+	// (registration none).
+	Created time.Time
+	// FirstSeen is when the input first saw the stream: start_from latest
+	// is pinned to it. Zero: when Load is called.
+	FirstSeen time.Time
+	// Client lists the stream's shards.
+	Client awsclient.ListShardsAPI
+	// Publisher reads a shard's records: polling or fan-out.
+	Publisher Publisher
+	// Describe describes the stream again, for the creation time of a
+	// stream found deleted and created again; nil with registration none.
+	Describe func(context.Context) (awsclient.Stream, error)
+}
+
+// NewStream returns the reader of one stream; Load, then Run, read it.
+func NewStream(env *Env, c StreamConfig) *Stream {
+	return &Stream{env: env, name: c.Name, arn: c.ARN, created: c.Created, firstSeen: c.FirstSeen,
+		client: c.Client, pub: c.Publisher, describe: c.Describe}
+}
+
+// Name is the stream's name.
+func (s *Stream) Name() string { return s.name }
+
+// ARN is the stream's ARN.
+func (s *Stream) ARN() string { return s.arn }
+
+// Commit stores what was acknowledged of the stream (and with a lease
+// table renews its leases).
+func (s *Stream) Commit(ctx context.Context) error { return s.coord.Commit(ctx) }
+
+// Release commits and gives up the stream's leases, at a clean close.
+func (s *Stream) Release(ctx context.Context) error { return s.coord.Release(ctx) }
+
+// Committed tells the stream's health how a periodic commit went.
+func (s *Stream) Committed(now time.Time, err error) { s.health.committed(now, err) }
+
+// Unreadable says why the stream cannot be read at now, or "".
+func (s *Stream) Unreadable(now time.Time) string { return s.health.unreadable(s.name, now) }
+
+// Load reads the stored checkpoints through the input's coordination.
+func (s *Stream) Load(ctx context.Context) error {
 	if s.firstSeen.IsZero() {
 		s.firstSeen = time.Now()
 	}
 	s.pos = coord.NewPositions(checkpoint.Stream{})
-	s.coord = s.in.coord.Stream(coord.Stream{
+	s.coord = s.env.Coord.Stream(coord.Stream{
 		Name: s.name, ARN: s.arn, Created: s.created,
 		StartFor: s.firstStartFor, RestartsFrom: s.restartsFrom(),
-		CommandFlags: s.in.conf.commandFlags(s.arn),
-		Log:          s.in.log, Metrics: s.in.metrics.coord,
+		CommandFlags: s.env.Store.StreamFlags(s.arn),
+		Log:          s.env.Log, Metrics: s.env.Metrics.Coord,
 	}, s.pos)
 	first, err := s.coord.Load(ctx)
 	if err != nil {
@@ -156,47 +194,47 @@ func (s *streamReader) load(ctx context.Context) error {
 // from start_from, which after a restart that opened another store than the
 // one before (a relative directory from another working directory) skips
 // what was written meanwhile, so it must not pass in silence.
-func (s *streamReader) loaded(first coord.FirstPin) {
-	where, _ := s.in.conf.Coordination.store()
+func (s *Stream) loaded(first coord.FirstPin) {
+	where := s.env.Store.Where
 	n := s.pos.Len()
 	if first.Due && n == 0 {
 		from := first.Start.Kind
 		if st, err := first.Start.ToShard(); err == nil {
 			from = st.String()
 		}
-		group := ""
-		if l, ok := s.in.conf.Coordination.(*leaseConfig); ok && l.Group != "" {
-			group = fmt.Sprintf("; a group reads from its own checkpoints only, not those of another group or of no group (`benthos-kinesis checkpoint show --table %s [--group G]` lists them, `checkpoint set` moves a shard)", checkpoint.ShellQuote(l.Table))
+		hint := ""
+		if s.env.Store.EmptyHint != "" {
+			hint = "; " + s.env.Store.EmptyHint
 		}
-		s.in.log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)%s", s.name, where, from, s.in.conf.StartFrom, group)
+		s.env.Log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)%s", s.name, where, from, s.env.Start.Name, hint)
 		return
 	}
-	s.in.log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)
+	s.env.Log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)
 }
 
 // firstStartFor is where the shards of the input's very first start are
 // read from: start_from, latest as the time the input first saw the stream
 // (for a stream found created again, its beginning: all of it was written
 // since).
-func (s *streamReader) firstStartFor(recreated bool) checkpoint.Start {
-	switch s.in.conf.StartFrom {
-	case startLatest:
+func (s *Stream) firstStartFor(recreated bool) checkpoint.Start {
+	switch {
+	case s.env.Start.Latest:
 		if !recreated {
 			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.firstSeen})
 		}
-	case startAtTimestamp:
-		return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.in.conf.StartTimestamp})
+	case !s.env.Start.At.IsZero():
+		return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.env.Start.At})
 	}
 	return checkpoint.Start{Kind: shard.TrimHorizon.String()}
 }
 
-// run discovers shards and schedules their readers until ctx ends, then waits
-// for the readers it started.
-func (s *streamReader) run(ctx context.Context) {
+// Run discovers shards and schedules their readers until ctx ends, then
+// waits for the readers it started.
+func (s *Stream) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
-	bo := backoff.Backoff{Initial: time.Second, Max: s.in.conf.DiscoveryInterval}
+	bo := backoff.Backoff{Initial: time.Second, Max: s.env.Limits.Discovery}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// The coordinator's cycles start once the shards are known.
@@ -212,14 +250,14 @@ func (s *streamReader) run(ctx context.Context) {
 			cycle.Reset(s.coord.Cycle(ctx, s.readable))
 		case <-s.coord.Changed():
 		case <-timer.C:
-			wait := s.in.conf.DiscoveryInterval
+			wait := s.env.Limits.Discovery
 			err := s.discover(ctx)
 			s.health.listed(time.Now(), err)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				s.in.log.Errorf("stream %s: %v", s.name, err)
+				s.env.Log.Errorf("stream %s: %v", s.name, err)
 				wait = bo.Next()
 			} else {
 				bo.Reset()
@@ -243,7 +281,7 @@ func (s *streamReader) run(ctx context.Context) {
 
 // countHealth counts, for the stream's health, the shards it would read
 // now, those it reads and those whose stored state cannot be read.
-func (s *streamReader) countHealth() {
+func (s *Stream) countHealth() {
 	readable, broken := 0, map[string]bool{}
 	for id, sh := range s.shards {
 		cp, ok := s.pos.Of(id)
@@ -260,7 +298,7 @@ func (s *streamReader) countHealth() {
 
 // readable reports whether a known shard may be read as far as the stream
 // can tell: every parent read to its end.
-func (s *streamReader) readable(shardID string) bool {
+func (s *Stream) readable(shardID string) bool {
 	sh, ok := s.shards[shardID]
 	return ok && s.parentsEnded(sh)
 }
@@ -268,7 +306,7 @@ func (s *streamReader) readable(shardID string) bool {
 // readerEnded handles the end of a shard reader. A reader of the state
 // before a reset (the stream was deleted and created again) ended a shard of
 // the old stream: its children are none of the new stream's business.
-func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
+func (s *Stream) readerEnded(ctx context.Context, ev shardEvent) {
 	delete(s.running, ev.shardID)
 	if ev.ended && ev.epoch == s.pos.Epoch() {
 		s.learnChildren(ctx, ev.children)
@@ -277,7 +315,7 @@ func (s *streamReader) readerEnded(ctx context.Context, ev shardEvent) {
 
 // discover lists every shard of the stream, records the new ones, and
 // forgets the ones gone past the retention period.
-func (s *streamReader) discover(ctx context.Context) error {
+func (s *Stream) discover(ctx context.Context) error {
 	listed, err := listShards(ctx, s.client, s.arn)
 	if err != nil {
 		return err
@@ -308,7 +346,7 @@ func (s *streamReader) discover(ctx context.Context) error {
 		if cancel, ok := s.running[id]; ok {
 			// Listed before and not any more: it passed the retention period
 			// while being read, and reading it again can only fail.
-			s.in.log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.name, id)
+			s.env.Log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.name, id)
 			cancel(nil)
 		}
 	}
@@ -317,10 +355,10 @@ func (s *streamReader) discover(ctx context.Context) error {
 			continue
 		}
 		if neverListed(id, listed) {
-			s.in.log.Warnf("stream %s: the store has a checkpoint of shard %s, which is not in the stream (whose shard ids go up to %s): the checkpoint is ignored", s.name, id, maxShardID(listed))
+			s.env.Log.Warnf("stream %s: the store has a checkpoint of shard %s, which is not in the stream (whose shard ids go up to %s): the checkpoint is ignored", s.name, id, maxShardID(listed))
 			continue
 		}
-		s.in.log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
+		s.env.Log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
 	}
 	s.shards = known
 	return s.pin(ctx, listed)
@@ -329,13 +367,13 @@ func (s *streamReader) discover(ctx context.Context) error {
 // checkListing warns about a listing that leaves shards unread for good:
 // shards whose parents lead back to themselves (an answer the service should
 // never give; such shards wait for a parent's end that never comes).
-func (s *streamReader) checkListing(known map[string]shardInfo) {
+func (s *Stream) checkListing(known map[string]shardInfo) {
 	var msg string
 	if cyc := parentCycle(known); len(cyc) > 0 {
 		msg = fmt.Sprintf("stream %s: ListShards lists shards whose parents lead back to themselves (%s): they are never read, as each waits for a parent's end", s.name, strings.Join(cyc, " -> "))
 	}
 	if msg != "" && msg != s.listingWarned {
-		s.in.log.Errorf("%s", msg)
+		s.env.Log.Errorf("%s", msg)
 	}
 	s.listingWarned = msg
 }
@@ -423,18 +461,18 @@ func shardNumber(id string) (int64, bool) {
 // since the checkpoints were written: a shard id reused with another starting
 // sequence number. (It is the only sign with registration none, which never
 // describes the stream.)
-func (s *streamReader) reused(listed map[string]shardInfo) bool {
+func (s *Stream) reused(listed map[string]shardInfo) bool {
 	id, now, was, ok := s.pos.Reused(coordShards(listed))
 	if ok {
-		s.in.log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
+		s.env.Log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
 			s.name, id, now, was, s.restartsFrom())
 	}
 	return ok
 }
 
 // restartsFrom says where a stream found created again is read from.
-func (s *streamReader) restartsFrom() string {
-	if s.in.conf.StartFrom == startLatest {
+func (s *Stream) restartsFrom() string {
+	if s.env.Start.Latest {
 		return "the new stream is read from its beginning (all of it was written after the input first started on the name)"
 	}
 	return "the new stream is read from start_from"
@@ -445,7 +483,7 @@ func (s *streamReader) restartsFrom() string {
 // longer touch the state. The saved state takes the new stream's creation
 // time, so that the next start keeps the new checkpoints instead of
 // dropping them as a stream's of another creation time.
-func (s *streamReader) reset(ctx context.Context) error {
+func (s *Stream) reset(ctx context.Context) error {
 	created := time.Time{}
 	if s.describe != nil {
 		desc, err := s.describe(ctx)
@@ -470,7 +508,7 @@ func (s *streamReader) reset(ctx context.Context) error {
 // read without waiting for the next discovery. A child with a parent not known
 // yet (a merge whose other parent appeared after the last discovery) asks for
 // a discovery at once: until one lists it, the child waits.
-func (s *streamReader) learnChildren(ctx context.Context, children []shardInfo) {
+func (s *Stream) learnChildren(ctx context.Context, children []shardInfo) {
 	var learnt []shardInfo
 	for _, c := range children {
 		if _, ok := s.shards[c.id]; !ok {
@@ -484,7 +522,7 @@ func (s *streamReader) learnChildren(ctx context.Context, children []shardInfo) 
 		}
 	}
 	if err := s.pin(ctx, learnt); err != nil && ctx.Err() == nil {
-		s.in.log.Errorf("stream %s: %v", s.name, err)
+		s.env.Log.Errorf("stream %s: %v", s.name, err)
 	}
 }
 
@@ -492,7 +530,7 @@ func (s *streamReader) learnChildren(ctx context.Context, children []shardInfo) 
 // starts, before any of them is read: the first start's (start_from, latest
 // as the time the stream was first seen) on the stream's very first pin,
 // the beginning of the shard for a shard created after that.
-func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
+func (s *Stream) pin(ctx context.Context, shards []shardInfo) error {
 	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
 	if s.firstPin {
 		start = s.firstStart
@@ -509,7 +547,7 @@ func (s *streamReader) pin(ctx context.Context, shards []shardInfo) error {
 // schedule starts a reader for every shard that is not ended, not running,
 // whose parents have all ended (or are gone), and that the coordinator
 // grants now.
-func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
+func (s *Stream) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil || s.unpinned {
 		return
 	}
@@ -557,7 +595,7 @@ func (s *streamReader) schedule(ctx context.Context, wg *sync.WaitGroup) {
 // and that end saved, or is gone past the retention period. A parent is known
 // to be gone only when a listing that has sh lacks it; a parent of a child
 // learnt from ChildShards and not listed yet is waited for.
-func (s *streamReader) parentsEnded(sh shardInfo) bool {
+func (s *Stream) parentsEnded(sh shardInfo) bool {
 	for _, p := range sh.parents {
 		if p == "" {
 			continue

@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
@@ -61,24 +60,22 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 // positionFix says where a shard's position is kept and the command that
 // sets it.
 func (r *shardReader) positionFix() string {
-	where, flags := r.s.in.conf.Coordination.store()
-	_, lease := r.s.in.conf.Coordination.(*leaseConfig)
-	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", where, checkpoint.SetCommand(flags, r.s.in.conf.commandFlags(r.s.arn), r.info.id, lease))
+	st := r.s.env.Store
+	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", st.Where, st.SetCommand(r.s.arn, r.info.id))
 }
 
 // stopOnPosition keeps the shard unread after its position proved out of
 // its range, until ctx ends.
 func (r *shardReader) stopOnPosition(ctx context.Context, start shard.Start, cause error) {
-	r.stayStopped(ctx, fmt.Sprintf("stream %s shard %s: the position %v is not a position of this shard: %v. The shard is not read, so that no record is skipped: %s",
-		r.s.name, r.info.id, start, cause, r.positionFix()))
+	r.stayStopped(ctx, fmt.Sprintf("the position %v is not a position of this shard: %v. The shard is not read, so that no record is skipped: %s",
+		start, cause, r.positionFix()))
 }
 
 // positionRefused reports a start Kinesis refused for another reason than
 // the retention period; it is tried again after wait.
 func (r *shardReader) positionRefused(start shard.Start, cause error, wait time.Duration) {
 	r.setStopped(true)
-	r.s.in.log.Errorf("stream %s shard %s: reading from %v: %s. The shard is not read, so that no record is skipped; the position is tried again in %v: %s",
-		r.s.name, r.info.id, start, strings.TrimSuffix(cause.Error(), "."), wait.Round(time.Second), r.positionFix())
+	r.log.Errorf("reading from %v: %s. The shard is not read, so that no record is skipped; the position is tried again in %v: %s", start, strings.TrimSuffix(cause.Error(), "."), wait.Round(time.Second), r.positionFix())
 }
 
 // checkSequences refuses a read with a record whose sequence number is not
@@ -115,7 +112,7 @@ func (r *shardReader) confirmEnd(ctx context.Context, b shard.Batch) error {
 	for _, sh := range listed {
 		if sh.id == r.info.id {
 			if sh.endSeq == "" {
-				r.s.in.metrics.endsUnconfirmed.Incr(1, r.s.name, r.info.id)
+				r.s.env.Metrics.endsUnconfirmed.Incr(1, r.s.name, r.info.id)
 				return fmt.Errorf("%w: it lists the shard open", errEndUnconfirmed)
 			}
 			return nil

@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"crypto/md5"
@@ -21,8 +21,8 @@ import (
 func testConverter(t *testing.T, info shardInfo, resume *checkpoint.Position) *converter {
 	t.Helper()
 	res := service.MockResources()
-	in := &kinesisInput{log: res.Logger(), metrics: newMetrics(res.Metrics()), conf: config{Deaggregate: true}}
-	return newConverter(&streamReader{in: in, name: "s"}, info, resume)
+	s := &Stream{env: &Env{Log: res.Logger(), Metrics: NewMetrics(res.Metrics()), Limits: Limits{Deaggregate: true}}, name: "s"}
+	return newConverter(s, newShardLog(res.Logger(), "s", info.id), info, resume)
 }
 
 // convertAll converts the whole of b in one part.
@@ -249,7 +249,7 @@ func TestConverterSplitsAnAggregateIntoPartsOfAtMostTheLimit(t *testing.T) {
 func TestConverterSaysSoOfAnEmptyAggregate(t *testing.T) {
 	logs := &inputtest.Logs{}
 	c := testConverter(t, shardInfo{id: "s"}, nil)
-	c.log = service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil)))
+	c.log = newShardLog(service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil))), "orders", "s")
 	// The KPL's magic, an empty protobuf message and its MD5.
 	sum := md5.Sum(nil)
 	empty := append([]byte{0xF3, 0x89, 0x9A, 0xC2}, sum[:]...)

@@ -1,4 +1,4 @@
-package input
+package read
 
 import (
 	"fmt"
@@ -38,8 +38,8 @@ type converter struct {
 	// user records of an aggregate do).
 	arrivalAt   time.Time
 	arrivalMeta any
-	metrics     *metrics
-	log         *service.Logger
+	metrics     *Metrics
+	log         shardLog
 	deaggregate bool
 
 	// hashRange is the shard's hash key range. A user record of an aggregate
@@ -87,23 +87,23 @@ type openAggregate struct {
 // its index for good.
 const bigIndex = 4096
 
-func newConverter(s *streamReader, info shardInfo, resume *checkpoint.Position) *converter {
+func newConverter(s *Stream, log shardLog, info shardInfo, resume *checkpoint.Position) *converter {
 	c := &converter{
 		stream: s.name, shardID: info.id, streamMeta: s.name, shardMeta: info.id,
-		metrics: s.in.metrics, log: s.in.log, deaggregate: s.in.conf.Deaggregate,
+		metrics: s.env.Metrics, log: log, deaggregate: s.env.Limits.Deaggregate,
 	}
 	if info.hashLow != "" && info.hashHigh != "" {
 		if r, err := kpl.ParseHashKeyRange(info.hashLow, info.hashHigh); err == nil {
 			c.hashRange, c.hasHashRange = r, true
 		} else {
-			c.log.Warnf("stream %s shard %s: hash key range %s-%s: %v; user records of aggregates are not checked against it", s.name, info.id, info.hashLow, info.hashHigh, err)
+			c.log.Warnf("hash key range %s-%s: %v; user records of aggregates are not checked against it", info.hashLow, info.hashHigh, err)
 		}
 	}
 	c.outOfRange = func(seq string, sub uint64, key string) {
 		c.metrics.outOfRange.Incr(1, c.stream, c.shardID)
 		if s.warnOutOfRange(info.id) {
-			c.log.Warnf("stream %s shard %s: user record %d of aggregate %s has hash key %s, outside the shard's range %s-%s: its producer mixes keys of several shards in one aggregate (as the kinesis-aggregation libraries do). Such records are delivered all the same, with metadata %s: true; this is said once per shard",
-				s.name, info.id, sub, seq, key, info.hashLow, info.hashHigh, metaOutOfRange)
+			c.log.Warnf("user record %d of aggregate %s has hash key %s, outside the shard's range %s-%s: its producer mixes keys of several shards in one aggregate (as the kinesis-aggregation libraries do). Such records are delivered all the same, with metadata %s: true; this is said once per shard",
+				sub, seq, key, info.hashLow, info.hashHigh, metaOutOfRange)
 		}
 	}
 	if resume != nil && resume.Partial {
@@ -184,7 +184,7 @@ func (c *converter) start(msgs service.MessageBatch, rec *types.Record, millis a
 		if err != nil {
 			// A corrupt aggregate is delivered whole, flagged with an error,
 			// never dropped.
-			c.log.Warnf("stream %s shard %s: record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", c.stream, c.shardID, seq, err)
+			c.log.Warnf("record %s is a corrupt KPL aggregate (%v): delivered as it is, flagged with an error", seq, err)
 			m := c.message(rec, rec.Data, aws.ToString(rec.PartitionKey), any(seq), millis)
 			m.MetaSetMut(metaDeaggError, err.Error())
 			m.SetError(fmt.Errorf("kinesis record %s of shard %s: %w", seq, c.shardID, err))
@@ -198,7 +198,7 @@ func (c *converter) start(msgs service.MessageBatch, rec *types.Record, millis a
 			if !c.emptySeen {
 				c.emptySeen, say = true, c.log.Warnf
 			}
-			say("stream %s shard %s: record %s is a KPL aggregate of no user records: nothing to deliver (its producer sent an empty aggregate; later ones of this shard are logged at DEBUG)", c.stream, c.shardID, seq)
+			say("record %s is a KPL aggregate of no user records: nothing to deliver (its producer sent an empty aggregate; later ones of this shard are logged at DEBUG)", seq)
 			return msgs, true
 		}
 		c.open = openAggregate{rec: rec, agg: agg, seq: seq, seqMeta: seq}
