@@ -45,10 +45,9 @@ type ackTracker struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever pending drops
 	pending int           // records handed out and not yet acknowledged
-	// The undetached batches in read order, not yet popped, as a doubly
-	// linked list; never two acknowledged entries side by side.
-	head, tail *tracked
-	entries    int
+	// queue holds the undetached batches in read order, not yet popped;
+	// never two acknowledged entries side by side.
+	queue trackedList
 	// behind counts the records read past the checkpoint, acknowledged or
 	// not, detached included: all of them come again after a restart.
 	behind int
@@ -121,7 +120,7 @@ func (t *ackTracker) track(pos checkpoint.Position, n int) *tracked {
 	if t.frozen {
 		e.detached = true
 	} else {
-		t.push(e)
+		t.queue.push(e)
 	}
 	return e
 }
@@ -199,21 +198,21 @@ func (t *ackTracker) Ack(e *tracked, err error) (checkpoint.Position, bool) {
 	// them together, and it then lands on the later one's position.
 	if p := e.prev; p != nil && p.acked {
 		e.span += p.span
-		t.remove(p)
+		t.queue.remove(p)
 	}
 	if nx := e.next; nx != nil && nx.acked {
 		nx.span += e.span
-		t.remove(e)
+		t.queue.remove(e)
 	}
-	if h := t.head; h == nil || !h.acked {
+	if h := t.queue.head; h == nil || !h.acked {
 		return checkpoint.Position{}, false
 	}
 	// Neighbours are never both acknowledged, so one pop is all there is.
-	h := t.head
+	h := t.queue.head
 	p := h.pos
 	t.last = &p
 	t.addBehind(-h.span)
-	t.remove(h)
+	t.queue.remove(h)
 	return p, true
 }
 
@@ -223,10 +222,10 @@ func (t *ackTracker) freezeAt(e *tracked) {
 	t.frozen = true
 	for q := e.next; q != nil; q = q.next {
 		q.detached = true
-		t.entries--
+		t.queue.entries--
 	}
 	e.next = nil // the detached batches leave the list with it
-	t.tail = e
+	t.queue.tail = e
 }
 
 // addBehind changes behind by n. Must hold t.mu.
@@ -242,30 +241,36 @@ func (t *ackTracker) reportCounts() {
 	}
 }
 
-func (t *ackTracker) push(e *tracked) {
-	e.prev = t.tail
-	if t.tail != nil {
-		t.tail.next = e
-	} else {
-		t.head = e
-	}
-	t.tail = e
-	t.entries++
+// trackedList is a doubly linked list of tracked batches.
+type trackedList struct {
+	head, tail *tracked
+	entries    int
 }
 
-func (t *ackTracker) remove(e *tracked) {
+func (l *trackedList) push(e *tracked) {
+	e.prev = l.tail
+	if l.tail != nil {
+		l.tail.next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+	l.entries++
+}
+
+func (l *trackedList) remove(e *tracked) {
 	if e.prev != nil {
 		e.prev.next = e.next
 	} else {
-		t.head = e.next
+		l.head = e.next
 	}
 	if e.next != nil {
 		e.next.prev = e.prev
 	} else {
-		t.tail = e.prev
+		l.tail = e.prev
 	}
 	e.prev, e.next = nil, nil
-	t.entries--
+	l.entries--
 }
 
 // withPending calls f with the records handed out and not yet resolved,

@@ -102,7 +102,7 @@ func TestAckTrackerModel(t *testing.T) {
 			}
 			cnt := 0
 			var prev *tracked
-			for q := tr.head; q != nil; q = q.next {
+			for q := tr.queue.head; q != nil; q = q.next {
 				if q.prev != prev {
 					t.Fatalf("seed %d step %d: broken prev link", seed, step)
 				}
@@ -115,11 +115,11 @@ func TestAckTrackerModel(t *testing.T) {
 				prev = q
 				cnt++
 			}
-			if prev != tr.tail {
+			if prev != tr.queue.tail {
 				t.Fatalf("seed %d step %d: tail is not the last entry", seed, step)
 			}
-			if cnt != tr.entries {
-				t.Fatalf("seed %d step %d: entries %d, list holds %d", seed, step, tr.entries, cnt)
+			if cnt != tr.queue.entries {
+				t.Fatalf("seed %d step %d: entries %d, list holds %d", seed, step, tr.queue.entries, cnt)
 			}
 		}
 	}

@@ -221,8 +221,8 @@ func TestAckTrackerMemoryBehindAStuckBatch(t *testing.T) {
 			}
 			inFlight = inFlight[:0]
 		}
-		if tr.entries > 2+2*len(inFlight) {
-			t.Fatalf("after %d reads the queue holds %d entries for %d unacknowledged batches", i, tr.entries, 1+len(inFlight))
+		if tr.queue.entries > 2+2*len(inFlight) {
+			t.Fatalf("after %d reads the queue holds %d entries for %d unacknowledged batches", i, tr.queue.entries, 1+len(inFlight))
 		}
 	}
 	if got := tr.Behind(); got != 200_001 {
@@ -232,8 +232,8 @@ func TestAckTrackerMemoryBehindAStuckBatch(t *testing.T) {
 	if !moved || p != pos(200_000) {
 		t.Fatalf("once the stuck batch is acknowledged the checkpoint is %v (moved %v), want 200000", p, moved)
 	}
-	if tr.entries != 0 || tr.Behind() != 0 {
-		t.Fatalf("%d entries and %d records behind after everything was acknowledged", tr.entries, tr.Behind())
+	if tr.queue.entries != 0 || tr.Behind() != 0 {
+		t.Fatalf("%d entries and %d records behind after everything was acknowledged", tr.queue.entries, tr.Behind())
 	}
 }
 

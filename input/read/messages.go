@@ -32,32 +32,18 @@ const (
 // their positions, splitting KPL aggregated records into their user records.
 type converter struct {
 	stream, shardID string
-	// The metadata values every message of the shard shares, boxed once.
-	streamMeta, shardMeta any
-	// The last arrival time formatted, reused while records share it (all
-	// user records of an aggregate do).
-	arrivalAt   time.Time
-	arrivalMeta any
-	metrics     *Metrics
-	log         shardLog
-	deaggregate bool
-
-	// hashRange is the shard's hash key range. A user record of an aggregate
-	// whose hash key lies outside it is delivered all the same, flagged: a
-	// Kinesis record is stored in one shard only, so no other shard has it.
-	// Aggregators other than the KPL mix keys in one aggregate, and any
-	// aggregate read after a reshard may hold keys of a sibling shard.
-	// Unknown: nothing is flagged.
-	hashRange    kpl.HashKeyRange
-	hasHashRange bool
-	// outOfRange is told of the first user record out of the shard's range
-	// (to warn once per shard) and counts every one.
-	outOfRange func(seq string, sub uint64, key string)
-
-	// skip: when resuming inside an aggregated record, the user records up to
-	// and including skipSub of record skipSeq were already acknowledged.
-	skipSeq string
-	skipSub uint64
+	meta            metaCache
+	metrics         *Metrics
+	log             shardLog
+	deaggregate     bool
+	keys            keyCheck
+	// skip: when resuming inside an aggregated record, the user records up
+	// to and including skip.sub of record skip.seq were already
+	// acknowledged.
+	skip struct {
+		seq string
+		sub uint64
+	}
 
 	unpacker kpl.Unpacker
 	// open is the aggregate whose user records are being converted, when a
@@ -67,6 +53,29 @@ type converter struct {
 	positions []checkpoint.Position // of the messages of the last convertPart
 
 	emptySeen bool // an aggregate of no user records was said at WARN
+}
+
+// metaCache holds the metadata values every message of a shard shares,
+// boxed once, and the last arrival time formatted, reused while records
+// share it (all user records of an aggregate do).
+type metaCache struct {
+	stream, shard any
+	arrivalAt     time.Time
+	arrival       any
+}
+
+// keyCheck checks the hash keys of an aggregate's user records against the
+// shard's range. A user record whose hash key lies outside it is delivered
+// all the same, flagged: a Kinesis record is stored in one shard only, so no
+// other shard has it. Aggregators other than the KPL mix keys in one
+// aggregate, and any aggregate read after a reshard may hold keys of a
+// sibling shard. Range unknown: nothing is flagged.
+type keyCheck struct {
+	hashRange kpl.HashKeyRange
+	known     bool
+	// outOfRange is told of the first user record out of the shard's range
+	// (to warn once per shard) and counts every one.
+	outOfRange func(seq string, sub uint64, key string)
 }
 
 // openAggregate is an aggregated record checked whole whose user records are
@@ -89,17 +98,17 @@ const bigIndex = 4096
 
 func newConverter(s *Stream, log shardLog, info shardInfo, resume *checkpoint.Position) *converter {
 	c := &converter{
-		stream: s.name, shardID: info.id, streamMeta: s.name, shardMeta: info.id,
+		stream: s.conf.Name, shardID: info.id, meta: metaCache{stream: s.conf.Name, shard: info.id},
 		metrics: s.env.Metrics, log: log, deaggregate: s.env.Limits.Deaggregate,
 	}
 	if info.hashLow != "" && info.hashHigh != "" {
 		if r, err := kpl.ParseHashKeyRange(info.hashLow, info.hashHigh); err == nil {
-			c.hashRange, c.hasHashRange = r, true
+			c.keys.hashRange, c.keys.known = r, true
 		} else {
 			c.log.Warnf("hash key range %s-%s: %v; user records of aggregates are not checked against it", info.hashLow, info.hashHigh, err)
 		}
 	}
-	c.outOfRange = func(seq string, sub uint64, key string) {
+	c.keys.outOfRange = func(seq string, sub uint64, key string) {
 		c.metrics.outOfRange.Incr(1, c.stream, c.shardID)
 		if s.warnOutOfRange(info.id) {
 			c.log.Warnf("user record %d of aggregate %s has hash key %s, outside the shard's range %s-%s: its producer mixes keys of several shards in one aggregate (as the kinesis-aggregation libraries do). Such records are delivered all the same, with metadata %s: true; this is said once per shard",
@@ -107,7 +116,7 @@ func newConverter(s *Stream, log shardLog, info shardInfo, resume *checkpoint.Po
 		}
 	}
 	if resume != nil && resume.Partial {
-		c.skipSeq, c.skipSub = resume.Sequence, uint64(resume.SubSequence)
+		c.skip.seq, c.skip.sub = resume.Sequence, uint64(resume.SubSequence)
 	}
 	return c
 }
@@ -169,13 +178,13 @@ func (c *converter) convertPart(b shard.Batch, from, max int) (msgs service.Mess
 func (c *converter) start(msgs service.MessageBatch, rec *types.Record, millis any) (_ service.MessageBatch, done bool) {
 	seq := aws.ToString(rec.SequenceNumber)
 	skip, skipSub := false, uint64(0)
-	if c.skipSeq != "" {
-		switch shard.CompareSequence(seq, c.skipSeq) {
+	if c.skip.seq != "" {
+		switch shard.CompareSequence(seq, c.skip.seq) {
 		case 0:
-			skip, skipSub = true, c.skipSub
-			c.skipSeq = ""
+			skip, skipSub = true, c.skip.sub
+			c.skip.seq = ""
 		case 1:
-			c.skipSeq = ""
+			c.skip.seq = ""
 		}
 	}
 	aggregated := kpl.IsAggregated(rec.Data)
@@ -230,10 +239,10 @@ func (c *converter) userRecords(msgs service.MessageBatch, max int, millis any) 
 		u := o.agg.Record(o.next)
 		m := c.message(o.rec, u.Data, u.PartitionKey, o.seqMeta, millis)
 		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
-		if c.hasHashRange {
-			if hk, err := u.HashKey(); err == nil && !c.hashRange.Contains(hk) {
+		if c.keys.known {
+			if hk, err := u.HashKey(); err == nil && !c.keys.hashRange.Contains(hk) {
 				m.MetaSetMut(metaOutOfRange, true)
-				c.outOfRange(o.seq, u.SubSequence, hk.String())
+				c.keys.outOfRange(o.seq, u.SubSequence, hk.String())
 			}
 		}
 		if u.ExplicitHashKey != "" {
@@ -253,15 +262,15 @@ func (c *converter) userRecords(msgs service.MessageBatch, max int, millis any) 
 
 func (c *converter) message(rec *types.Record, data []byte, partitionKey string, seq, millis any) *service.Message {
 	m := service.NewMessage(data)
-	m.MetaSetMut(metaStream, c.streamMeta)
-	m.MetaSetMut(metaShard, c.shardMeta)
+	m.MetaSetMut(metaStream, c.meta.stream)
+	m.MetaSetMut(metaShard, c.meta.shard)
 	m.MetaSetMut(metaPartitionKey, partitionKey)
 	m.MetaSetMut(metaSequence, seq)
 	if at := rec.ApproximateArrivalTimestamp; at != nil {
-		if !at.Equal(c.arrivalAt) || c.arrivalMeta == nil {
-			c.arrivalAt, c.arrivalMeta = *at, at.UTC().Format(time.RFC3339Nano)
+		if !at.Equal(c.meta.arrivalAt) || c.meta.arrival == nil {
+			c.meta.arrivalAt, c.meta.arrival = *at, at.UTC().Format(time.RFC3339Nano)
 		}
-		m.MetaSetMut(metaArrival, c.arrivalMeta)
+		m.MetaSetMut(metaArrival, c.meta.arrival)
 	}
 	m.MetaSetMut(metaMillisBehind, millis)
 	return m

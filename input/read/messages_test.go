@@ -21,7 +21,7 @@ import (
 func testConverter(t *testing.T, info shardInfo, resume *checkpoint.Position) *converter {
 	t.Helper()
 	res := service.MockResources()
-	s := &Stream{env: &Env{Log: res.Logger(), Metrics: NewMetrics(res.Metrics()), Limits: Limits{Deaggregate: true}}, name: "s"}
+	s := &Stream{env: &Env{Log: res.Logger(), Metrics: NewMetrics(res.Metrics()), Limits: Limits{Deaggregate: true}}, conf: StreamConfig{Name: "s"}}
 	return newConverter(s, newShardLog(res.Logger(), "s", info.id), info, resume)
 }
 

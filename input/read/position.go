@@ -61,7 +61,7 @@ func outOfRange(start shard.Start, sh shardInfo) error {
 // sets it.
 func (r *shardReader) positionFix() string {
 	st := r.s.env.Store
-	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", st.Where, st.SetCommand(r.s.arn, r.info.id))
+	return fmt.Sprintf("its checkpoint is kept in the %s; to read the shard again, %s", st.Where, st.SetCommand(r.s.conf.ARN, r.info.id))
 }
 
 // stopOnPosition keeps the shard unread after its position proved out of
@@ -105,14 +105,14 @@ func (r *shardReader) confirmEnd(ctx context.Context, b shard.Batch) error {
 	if len(b.ChildShards) > 0 {
 		return nil
 	}
-	listed, err := listShards(ctx, r.s.client, r.s.arn)
+	listed, err := listShards(ctx, r.s.conf.Client, r.s.conf.ARN)
 	if err != nil {
 		return fmt.Errorf("%w yet: %v", errEndUnconfirmed, err)
 	}
 	for _, sh := range listed {
 		if sh.id == r.info.id {
 			if sh.endSeq == "" {
-				r.s.env.Metrics.endsUnconfirmed.Incr(1, r.s.name, r.info.id)
+				r.s.env.Metrics.endsUnconfirmed.Incr(1, r.s.conf.Name, r.info.id)
 				return fmt.Errorf("%w: it lists the shard open", errEndUnconfirmed)
 			}
 			return nil

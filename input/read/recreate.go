@@ -21,7 +21,7 @@ var errRecreated = errors.New("the stream was deleted and created again")
 // errRecreated when it is not, and another error when it cannot tell (the
 // stream is deleted, not listed, or the listing failed).
 func (r *shardReader) sameShard(ctx context.Context, from shard.Start) (shardInfo, error) {
-	listed, err := listShards(ctx, r.s.client, r.s.arn)
+	listed, err := listShards(ctx, r.s.conf.Client, r.s.conf.ARN)
 	if err != nil {
 		return shardInfo{}, fmt.Errorf("cannot tell whether the shard is still the same: %w", err)
 	}

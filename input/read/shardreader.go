@@ -97,7 +97,7 @@ func newShardReader(s *Stream, info shardInfo, g coord.Grant, epoch int) *shardR
 	cp := g.Start()
 	r := &shardReader{
 		s:       s,
-		log:     newShardLog(s.env.Log, s.name, info.id),
+		log:     newShardLog(s.env.Log, s.conf.Name, info.id),
 		info:    info,
 		cp:      cp,
 		epoch:   epoch,
@@ -113,8 +113,8 @@ func newShardReader(s *Stream, info shardInfo, g coord.Grant, epoch int) *shardR
 	r.member = s.env.Budget.Join()
 	r.tracker.strict = s.env.Limits.StrictOrder
 	r.tracker.report = func(behind, pending int) {
-		s.env.Metrics.pastCheckpoint.Set(int64(behind), s.name, info.id)
-		s.env.Metrics.unacknowledged.Set(int64(pending), s.name, info.id)
+		s.env.Metrics.pastCheckpoint.Set(int64(behind), s.conf.Name, info.id)
+		s.env.Metrics.unacknowledged.Set(int64(pending), s.conf.Name, info.id)
 	}
 	r.warnBehind = BehindWarnFactor * r.tracker.limit
 	if cp.Position != nil {
@@ -156,7 +156,7 @@ func (r *shardReader) setStopped(stopped bool) {
 	if stopped {
 		v = 1
 	}
-	r.s.env.Metrics.stopped.Set(v, r.s.name, r.info.id)
+	r.s.env.Metrics.stopped.Set(v, r.s.conf.Name, r.info.id)
 	r.s.health.setStopped(r.info.id, stopped)
 }
 
@@ -300,7 +300,7 @@ func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<-
 			from = shard.Start{Kind: shard.TrimHorizon}
 		}
 		// The publisher takes room from the budget as this reader's member.
-		err := r.s.pub.Read(membudget.WithMember(ctx, r.member), r.info.id, from, func(dctx context.Context, b shard.Batch) error {
+		err := r.s.conf.Publisher.Read(membudget.WithMember(ctx, r.member), r.info.id, from, func(dctx context.Context, b shard.Batch) error {
 			// The batch's room is this reader's from here: given back
 			// below unless the batch reaches the run loop.
 			if err := checkSequences(b.Records); err != nil {
@@ -452,7 +452,7 @@ func (r *shardReader) awaitReset(ctx context.Context, err error) {
 // what followed it within the retention period is read, what passed the
 // retention period too is lost.
 func (r *shardReader) checkpointExpired(from shard.Start) {
-	r.s.env.Metrics.expired.Incr(1, r.s.name, r.info.id)
+	r.s.env.Metrics.expired.Incr(1, r.s.conf.Name, r.info.id)
 	r.log.Warnf("checkpoint %s expired: its record is older than the stream's retention period and was trimmed; reading goes on from the oldest record left, and the records after the checkpoint that were older than the retention period too are lost",
 		from.Sequence)
 }

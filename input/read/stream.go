@@ -21,29 +21,36 @@ import (
 // be read (every parent read to its end first) and runs one shardReader per
 // readable shard. The stream's checkpoints are its positions.
 type Stream struct {
-	env     *Env
-	name    string
-	arn     string
-	created time.Time
-	client  awsclient.ListShardsAPI
-	pub     Publisher
-	// firstSeen is when the input first saw the stream (described it, or with
-	// registration none started on it): start_from latest is pinned to it,
-	// so records written while the first shard listing is retried are read.
-	firstSeen time.Time
-	// describe describes the stream again, for the creation time of a stream
-	// found deleted and created again; nil with registration none.
-	describe func(context.Context) (awsclient.Stream, error)
+	env *Env
+	// conf is the stream as the component found it; the run loop changes
+	// conf.Created when the stream was deleted and created again.
+	conf StreamConfig
 
 	// events from shard readers to the run loop.
 	events chan shardEvent
 
 	// pos holds the stream's checkpoints, coord decides what is read and
-	// stores them; set by load.
+	// stores them; set by Load.
 	pos   *coord.Positions
 	coord coord.Coordinator
 
-	// Owned by the run loop.
+	// loop is the state only the run loop touches.
+	loop runState
+
+	// lag is each reading shard's millis behind latest, for the stream's
+	// gauge; shard readers set it.
+	lag lag
+
+	// outOfRangeWarned holds the shards whose aggregates were found to hold
+	// user records of another shard's hash key range: said once per shard.
+	outOfRangeWarned sync.Map
+
+	// health tells whether the stream can be read (see health.go).
+	health streamHealth
+}
+
+// runState is what the run loop of a stream owns.
+type runState struct {
 	shards  map[string]shardInfo // every shard known, from ListShards or ChildShards
 	running map[string]context.CancelCauseFunc
 	// firstPin is set while no shard of the stream has ever been pinned:
@@ -58,45 +65,38 @@ type Stream struct {
 	// rediscover asks the run loop for a discovery at once: a child was
 	// learnt whose other parent is not known yet.
 	rediscover bool
-
-	// behind is each reading shard's millis behind latest, for the
-	// stream's gauge.
-	behindMu sync.Mutex
-	behind   map[string]int64
-
-	// outOfRangeWarned holds the shards whose aggregates were found to hold
-	// user records of another shard's hash key range: said once per shard.
-	outOfRangeWarned sync.Map
-
 	// listingWarned is the last warning about a listing that cannot be read
 	// (no shards, parents in a cycle): said again only when it changes.
 	listingWarned string
+}
 
-	// health tells whether the stream can be read (see health.go).
-	health streamHealth
+// lag is how far behind the tip of its shard each reader of a stream is.
+type lag struct {
+	mu     sync.Mutex
+	behind map[string]int64
 }
 
 // setBehind records how far a shard's reader is behind the tip of its
 // shard (ms < 0: the shard is finished), and sets the shard's gauge and the
 // stream's, the most of its shards.
 func (s *Stream) setBehind(shardID string, ms int64) {
-	s.behindMu.Lock()
-	defer s.behindMu.Unlock()
-	if s.behind == nil {
-		s.behind = map[string]int64{}
+	s.lag.mu.Lock()
+	defer s.lag.mu.Unlock()
+	if s.lag.behind == nil {
+		s.lag.behind = map[string]int64{}
 	}
 	if ms < 0 {
-		delete(s.behind, shardID)
+		delete(s.lag.behind, shardID)
 		ms = 0
 	} else {
-		s.behind[shardID] = ms
+		s.lag.behind[shardID] = ms
 	}
-	s.env.Metrics.millisBehind.Set(ms, s.name, shardID)
+	s.env.Metrics.millisBehind.Set(ms, s.conf.Name, shardID)
 	var most int64
-	for _, v := range s.behind {
+	for _, v := range s.lag.behind {
 		most = max(most, v)
 	}
-	s.env.Metrics.streamBehind.Set(most, s.name)
+	s.env.Metrics.streamBehind.Set(most, s.conf.Name)
 }
 
 // zeroShardGauges sets the gauges of a shard this instance no longer reads
@@ -104,8 +104,8 @@ func (s *Stream) setBehind(shardID string, ms int64) {
 // a series, and no dashboard should show lag of a shard read elsewhere.
 func (s *Stream) zeroShardGauges(shardID string) {
 	s.setBehind(shardID, -1)
-	s.env.Metrics.pastCheckpoint.Set(0, s.name, shardID)
-	s.env.Metrics.unacknowledged.Set(0, s.name, shardID)
+	s.env.Metrics.pastCheckpoint.Set(0, s.conf.Name, shardID)
+	s.env.Metrics.unacknowledged.Set(0, s.conf.Name, shardID)
 }
 
 // warnOutOfRange reports whether the shard's first user record outside its
@@ -143,15 +143,14 @@ type StreamConfig struct {
 
 // NewStream returns the reader of one stream; Load, then Run, read it.
 func NewStream(env *Env, c StreamConfig) *Stream {
-	return &Stream{env: env, name: c.Name, arn: c.ARN, created: c.Created, firstSeen: c.FirstSeen,
-		client: c.Client, pub: c.Publisher, describe: c.Describe}
+	return &Stream{env: env, conf: c}
 }
 
 // Name is the stream's name.
-func (s *Stream) Name() string { return s.name }
+func (s *Stream) Name() string { return s.conf.Name }
 
 // ARN is the stream's ARN.
-func (s *Stream) ARN() string { return s.arn }
+func (s *Stream) ARN() string { return s.conf.ARN }
 
 // Commit stores what was acknowledged of the stream (and with a lease
 // table renews its leases).
@@ -164,29 +163,29 @@ func (s *Stream) Release(ctx context.Context) error { return s.coord.Release(ctx
 func (s *Stream) Committed(now time.Time, err error) { s.health.committed(now, err) }
 
 // Unreadable says why the stream cannot be read at now, or "".
-func (s *Stream) Unreadable(now time.Time) string { return s.health.unreadable(s.name, now) }
+func (s *Stream) Unreadable(now time.Time) string { return s.health.unreadable(s.conf.Name, now) }
 
 // Load reads the stored checkpoints through the input's coordination.
 func (s *Stream) Load(ctx context.Context) error {
-	if s.firstSeen.IsZero() {
-		s.firstSeen = time.Now()
+	if s.conf.FirstSeen.IsZero() {
+		s.conf.FirstSeen = time.Now()
 	}
 	s.pos = coord.NewPositions(checkpoint.Stream{})
 	s.coord = s.env.Coord.Stream(coord.Stream{
-		Name: s.name, ARN: s.arn, Created: s.created,
+		Name: s.conf.Name, ARN: s.conf.ARN, Created: s.conf.Created,
 		StartFor: s.firstStartFor, RestartsFrom: s.restartsFrom(),
-		CommandFlags: s.env.Store.StreamFlags(s.arn),
+		CommandFlags: s.env.Store.StreamFlags(s.conf.ARN),
 		Log:          s.env.Log, Metrics: s.env.Metrics.Coord,
 	}, s.pos)
 	first, err := s.coord.Load(ctx)
 	if err != nil {
 		return err
 	}
-	s.firstPin, s.firstStart = first.Due, first.Start
+	s.loop.firstPin, s.loop.firstStart = first.Due, first.Start
 	s.loaded(first)
 	s.events = make(chan shardEvent)
-	s.shards = map[string]shardInfo{}
-	s.running = map[string]context.CancelCauseFunc{}
+	s.loop.shards = map[string]shardInfo{}
+	s.loop.running = map[string]context.CancelCauseFunc{}
 	return nil
 }
 
@@ -206,10 +205,10 @@ func (s *Stream) loaded(first coord.FirstPin) {
 		if s.env.Store.EmptyHint != "" {
 			hint = "; " + s.env.Store.EmptyHint
 		}
-		s.env.Log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)%s", s.name, where, from, s.env.Start.Name, hint)
+		s.env.Log.Infof("stream %s: no checkpoint in the %s: its shards are read from %s (start_from %s)%s", s.conf.Name, where, from, s.env.Start.Name, hint)
 		return
 	}
-	s.env.Log.Infof("stream %s: checkpoints of %d shards found in the %s", s.name, n, where)
+	s.env.Log.Infof("stream %s: checkpoints of %d shards found in the %s", s.conf.Name, n, where)
 }
 
 // firstStartFor is where the shards of the input's very first start are
@@ -220,7 +219,7 @@ func (s *Stream) firstStartFor(recreated bool) checkpoint.Start {
 	switch {
 	case s.env.Start.Latest:
 		if !recreated {
-			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.firstSeen})
+			return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.conf.FirstSeen})
 		}
 	case !s.env.Start.At.IsZero():
 		return checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: s.env.Start.At})
@@ -257,7 +256,7 @@ func (s *Stream) Run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				s.env.Log.Errorf("stream %s: %v", s.name, err)
+				s.env.Log.Errorf("stream %s: %v", s.conf.Name, err)
 				wait = bo.Next()
 			} else {
 				bo.Reset()
@@ -270,8 +269,8 @@ func (s *Stream) Run(ctx context.Context) {
 		case ev := <-s.events:
 			s.readerEnded(ctx, ev)
 		}
-		if s.rediscover {
-			s.rediscover = false
+		if s.loop.rediscover {
+			s.loop.rediscover = false
 			timer.Reset(0)
 		}
 		s.schedule(ctx, &wg)
@@ -283,7 +282,7 @@ func (s *Stream) Run(ctx context.Context) {
 // now, those it reads and those whose stored state cannot be read.
 func (s *Stream) countHealth() {
 	readable, broken := 0, map[string]bool{}
-	for id, sh := range s.shards {
+	for id, sh := range s.loop.shards {
 		cp, ok := s.pos.Of(id)
 		if !ok || cp.Ended || !s.parentsEnded(sh) {
 			continue
@@ -293,13 +292,13 @@ func (s *Stream) countHealth() {
 			broken[id] = true
 		}
 	}
-	s.health.counted(readable, len(s.running), broken)
+	s.health.counted(readable, len(s.loop.running), broken)
 }
 
 // readable reports whether a known shard may be read as far as the stream
 // can tell: every parent read to its end.
 func (s *Stream) readable(shardID string) bool {
-	sh, ok := s.shards[shardID]
+	sh, ok := s.loop.shards[shardID]
 	return ok && s.parentsEnded(sh)
 }
 
@@ -307,7 +306,7 @@ func (s *Stream) readable(shardID string) bool {
 // before a reset (the stream was deleted and created again) ended a shard of
 // the old stream: its children are none of the new stream's business.
 func (s *Stream) readerEnded(ctx context.Context, ev shardEvent) {
-	delete(s.running, ev.shardID)
+	delete(s.loop.running, ev.shardID)
 	if ev.ended && ev.epoch == s.pos.Epoch() {
 		s.learnChildren(ctx, ev.children)
 	}
@@ -316,7 +315,7 @@ func (s *Stream) readerEnded(ctx context.Context, ev shardEvent) {
 // discover lists every shard of the stream, records the new ones, and
 // forgets the ones gone past the retention period.
 func (s *Stream) discover(ctx context.Context) error {
-	listed, err := listShards(ctx, s.client, s.arn)
+	listed, err := listShards(ctx, s.conf.Client, s.conf.ARN)
 	if err != nil {
 		return err
 	}
@@ -335,7 +334,7 @@ func (s *Stream) discover(ctx context.Context) error {
 			return err
 		}
 	}
-	for id, sh := range s.shards {
+	for id, sh := range s.loop.shards {
 		if _, ok := known[id]; ok {
 			continue
 		}
@@ -343,24 +342,24 @@ func (s *Stream) discover(ctx context.Context) error {
 			known[id] = sh // learnt from ChildShards, not listed yet: keep it
 			continue
 		}
-		if cancel, ok := s.running[id]; ok {
+		if cancel, ok := s.loop.running[id]; ok {
 			// Listed before and not any more: it passed the retention period
 			// while being read, and reading it again can only fail.
-			s.env.Log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.name, id)
+			s.env.Log.Warnf("stream %s: shard %s passed the retention period before it was read to its end: its unread records are gone", s.conf.Name, id)
 			cancel(nil)
 		}
 	}
 	for _, id := range s.coord.Prune(coordShards(known)) {
-		if _, ok := s.running[id]; ok {
+		if _, ok := s.loop.running[id]; ok {
 			continue
 		}
 		if neverListed(id, listed) {
-			s.env.Log.Warnf("stream %s: the store has a checkpoint of shard %s, which is not in the stream (whose shard ids go up to %s): the checkpoint is ignored", s.name, id, maxShardID(listed))
+			s.env.Log.Warnf("stream %s: the store has a checkpoint of shard %s, which is not in the stream (whose shard ids go up to %s): the checkpoint is ignored", s.conf.Name, id, maxShardID(listed))
 			continue
 		}
-		s.env.Log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.name, id)
+		s.env.Log.Warnf("stream %s: shard %s is no longer listed (older than the retention period) and was not read to its end: records of it not read before are gone", s.conf.Name, id)
 	}
-	s.shards = known
+	s.loop.shards = known
 	return s.pin(ctx, listed)
 }
 
@@ -370,12 +369,12 @@ func (s *Stream) discover(ctx context.Context) error {
 func (s *Stream) checkListing(known map[string]shardInfo) {
 	var msg string
 	if cyc := parentCycle(known); len(cyc) > 0 {
-		msg = fmt.Sprintf("stream %s: ListShards lists shards whose parents lead back to themselves (%s): they are never read, as each waits for a parent's end", s.name, strings.Join(cyc, " -> "))
+		msg = fmt.Sprintf("stream %s: ListShards lists shards whose parents lead back to themselves (%s): they are never read, as each waits for a parent's end", s.conf.Name, strings.Join(cyc, " -> "))
 	}
-	if msg != "" && msg != s.listingWarned {
+	if msg != "" && msg != s.loop.listingWarned {
 		s.env.Log.Errorf("%s", msg)
 	}
-	s.listingWarned = msg
+	s.loop.listingWarned = msg
 }
 
 // parentCycle returns the shard ids of a cycle of parents among shards,
@@ -465,7 +464,7 @@ func (s *Stream) reused(listed map[string]shardInfo) bool {
 	id, now, was, ok := s.pos.Reused(coordShards(listed))
 	if ok {
 		s.env.Log.Warnf("stream %s: shard %s starts at sequence number %s, but its checkpoint is of a shard that started at %s: the stream was deleted and created again, so the old checkpoints are dropped and %s",
-			s.name, id, now, was, s.restartsFrom())
+			s.conf.Name, id, now, was, s.restartsFrom())
 	}
 	return ok
 }
@@ -485,22 +484,22 @@ func (s *Stream) restartsFrom() string {
 // dropping them as a stream's of another creation time.
 func (s *Stream) reset(ctx context.Context) error {
 	created := time.Time{}
-	if s.describe != nil {
-		desc, err := s.describe(ctx)
+	if s.conf.Describe != nil {
+		desc, err := s.conf.Describe(ctx)
 		if err != nil {
-			return fmt.Errorf("stream %s was deleted and created again; describing the new one: %w", s.name, err)
+			return fmt.Errorf("stream %s was deleted and created again; describing the new one: %w", s.conf.Name, err)
 		}
 		created = desc.Created
 	}
-	for _, cancel := range s.running {
+	for _, cancel := range s.loop.running {
 		cancel(nil)
 	}
 	if err := s.coord.Reset(ctx, created); err != nil {
 		return err
 	}
-	s.created = created
-	s.shards = map[string]shardInfo{}
-	s.firstPin, s.firstStart = true, s.firstStartFor(true)
+	s.conf.Created = created
+	s.loop.shards = map[string]shardInfo{}
+	s.loop.firstPin, s.loop.firstStart = true, s.firstStartFor(true)
 	return nil
 }
 
@@ -511,18 +510,18 @@ func (s *Stream) reset(ctx context.Context) error {
 func (s *Stream) learnChildren(ctx context.Context, children []shardInfo) {
 	var learnt []shardInfo
 	for _, c := range children {
-		if _, ok := s.shards[c.id]; !ok {
-			s.shards[c.id] = c
+		if _, ok := s.loop.shards[c.id]; !ok {
+			s.loop.shards[c.id] = c
 			learnt = append(learnt, c)
 		}
 		for _, p := range c.parents {
-			if _, ok := s.shards[p]; !ok {
-				s.rediscover = true
+			if _, ok := s.loop.shards[p]; !ok {
+				s.loop.rediscover = true
 			}
 		}
 	}
 	if err := s.pin(ctx, learnt); err != nil && ctx.Err() == nil {
-		s.env.Log.Errorf("stream %s: %v", s.name, err)
+		s.env.Log.Errorf("stream %s: %v", s.conf.Name, err)
 	}
 }
 
@@ -532,15 +531,15 @@ func (s *Stream) learnChildren(ctx context.Context, children []shardInfo) {
 // the beginning of the shard for a shard created after that.
 func (s *Stream) pin(ctx context.Context, shards []shardInfo) error {
 	start := checkpoint.Start{Kind: shard.TrimHorizon.String()}
-	if s.firstPin {
-		start = s.firstStart
+	if s.loop.firstPin {
+		start = s.loop.firstStart
 	}
-	s.unpinned = true
-	if err := s.coord.Pin(ctx, coordShardList(shards), start, s.firstPin); err != nil {
+	s.loop.unpinned = true
+	if err := s.coord.Pin(ctx, coordShardList(shards), start, s.loop.firstPin); err != nil {
 		return err
 	}
-	s.unpinned = false
-	s.firstPin = false
+	s.loop.unpinned = false
+	s.loop.firstPin = false
 	return nil
 }
 
@@ -548,12 +547,12 @@ func (s *Stream) pin(ctx context.Context, shards []shardInfo) error {
 // whose parents have all ended (or are gone), and that the coordinator
 // grants now.
 func (s *Stream) schedule(ctx context.Context, wg *sync.WaitGroup) {
-	if ctx.Err() != nil || s.unpinned {
+	if ctx.Err() != nil || s.loop.unpinned {
 		return
 	}
 	epoch := s.pos.Epoch()
-	for id, sh := range s.shards {
-		if _, ok := s.running[id]; ok {
+	for id, sh := range s.loop.shards {
+		if _, ok := s.loop.running[id]; ok {
 			continue
 		}
 		if cp, ok := s.pos.Of(id); !ok || cp.Ended {
@@ -568,7 +567,7 @@ func (s *Stream) schedule(ctx context.Context, wg *sync.WaitGroup) {
 			cancel(nil)
 			continue
 		}
-		s.running[id] = cancel
+		s.loop.running[id] = cancel
 		r := newShardReader(s, sh, g, epoch)
 		r.stop = cancel
 		wg.Add(1)
@@ -600,7 +599,7 @@ func (s *Stream) parentsEnded(sh shardInfo) bool {
 		if p == "" {
 			continue
 		}
-		if _, known := s.shards[p]; !known {
+		if _, known := s.loop.shards[p]; !known {
 			if sh.listed {
 				continue // gone past retention
 			}

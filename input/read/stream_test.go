@@ -29,7 +29,7 @@ import (
 // records are not, yet, and expire in turn if they are not read.
 //
 // Before the fix, parentsEnded treated a parent no longer listed as gone, but
-// discover keeps every shard that has a running reader in s.shards ("being
+// discover keeps every shard that has a running reader in s.loop.shards ("being
 // read: not gone yet"), and the parent's reader never stops: shardReader.publish
 // retries the fatal ResourceNotFound forever (with a backoff of up to 2 min).
 // So the children are never read: a permanent, silent-but-for-logs stall that
@@ -328,23 +328,23 @@ func TestChildrenOfTheOldStreamAreIgnored(t *testing.T) {
 	if err := s.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	s.running["shardId-000000000000"] = func(error) {}
+	s.loop.running["shardId-000000000000"] = func(error) {}
 	if err := s.reset(t.Context()); err != nil { // no describe: as with registration none
 		t.Fatal(err)
 	}
 	child := shardInfo{id: "shardId-000000000001", parents: []string{"shardId-000000000000"}}
 	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: 0, ended: true, children: []shardInfo{child}})
-	if _, ok := s.shards[child.id]; ok {
+	if _, ok := s.loop.shards[child.id]; ok {
 		t.Fatal("a child reported by a reader of the old stream was adopted by the new one")
 	}
 	if _, ok := s.pos.Of(child.id); ok {
 		t.Fatal("a child reported by a reader of the old stream was pinned in the new one's state")
 	}
-	if len(s.running) != 0 {
+	if len(s.loop.running) != 0 {
 		t.Fatal("the old reader is still counted as running")
 	}
 	// The same event of the current state is adopted.
-	s.running["shardId-000000000000"] = func(error) {}
+	s.loop.running["shardId-000000000000"] = func(error) {}
 	s.readerEnded(t.Context(), shardEvent{shardID: "shardId-000000000000", epoch: s.pos.Epoch(), ended: true, children: []shardInfo{child}})
 	if _, ok := s.pos.Of(child.id); !ok {
 		t.Fatal("a child reported by a current reader was not pinned")
