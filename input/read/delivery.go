@@ -42,6 +42,6 @@ func (d *delivery) Lapsed(now time.Time) bool { return !now.Before(d.r.g.Until()
 
 func (d *delivery) Withdraw() {
 	d.r.tracker.Ack(d.e, errNotHandedOut)
-	d.r.stop(errLapsed)
+	d.r.g.stop(errLapsed)
 	d.r.log.Warnf("a batch of %d records was withheld: the shard's lease lapsed (not renewed within lease_period) before the pipeline took it; the shard is read again from its checkpoint once the lease is renewed", len(d.batch))
 }

@@ -18,7 +18,7 @@ import (
 func TestWithdrawnBatchIsSettledAndStopsItsReader(t *testing.T) {
 	t.Parallel()
 	var stopped error
-	r := &shardReader{log: newShardLog(service.MockResources().Logger(), "orders", "s"), tracker: newAckTracker(10), g: testGrant{}, stop: func(err error) { stopped = err }}
+	r := &shardReader{log: newShardLog(service.MockResources().Logger(), "orders", "s"), tracker: newAckTracker(10), g: grant{Grant: testGrant{}, stop: func(err error) { stopped = err }}}
 	d := &delivery{batch: service.MessageBatch{service.NewMessage([]byte("lapsed"))}, r: r, e: r.tracker.TryTrack(pos(1), 1)}
 	if !d.Lapsed(time.Now()) {
 		t.Fatal("a batch of a lapsed grant is not lapsed")

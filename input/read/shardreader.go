@@ -2,18 +2,14 @@ package read
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -39,38 +35,64 @@ type pendingRead struct {
 // tracks them until acknowledged and, at the shard's end, waits for the last
 // acknowledgement and commits the end before reporting it.
 type shardReader struct {
-	s     *Stream
-	log   shardLog
-	info  shardInfo
-	cp    checkpoint.Checkpoint
-	epoch int // of the stream's state when the reader started
+	s    *Stream
+	log  shardLog
+	info shardInfo
+	cp   checkpoint.Checkpoint
 	// g is the reader's grant: its acknowledgements go there, and it says
 	// until when records may be handed out.
-	g       coord.Grant
+	g       grant
 	tracker *ackTracker
 	conv    *converter
+	mem     readMemory
+	reads   readPipe
+	hold    emitHold
+	// policy is the batch policy's state; nil when the policy is empty.
+	policy *batchPolicy
+	// warnBehind is the count of records read past the checkpoint at which
+	// the next warning is due; it doubles with each warning.
+	warnBehind int
+}
+
+// grant is the reader's grant, with what stops the reader when it lapses.
+type grant struct {
+	coord.Grant
+	// lapse fires when the grant lapses (reused by every emit).
+	lapse *time.Timer
+	// stop stops the reader, with a cause (see delivery.Withdraw).
+	stop context.CancelCauseFunc
+}
+
+// readMemory is the room of the memory budget a reader holds.
+type readMemory struct {
 	// ledger holds the budget's room of the messages converted and not
 	// yet resolved.
 	ledger *roomLedger
-	// pendingRoom is the room of the messages the batcher holds, taken
-	// again when they are flushed.
-	pendingRoom int64
 	// member is the reader's share of the budget (membudget.Join); nil
 	// without a limit.
 	member *membudget.Member
+}
 
-	batches <-chan shard.Batch // from the publisher goroutine
+// readPipe carries the publisher goroutine's reads to the reader's loop.
+type readPipe struct {
+	batches <-chan shard.Batch
 	// ready tells the publisher goroutine that it may fetch the next read
 	// (see emitPending): a shard holds one read being emitted and at most
 	// one more, not a queue of them.
 	ready chan struct{}
+}
 
-	// Set while merging reads into a batch waiting for the pipeline: a read
-	// that ended the shard, and a read that did not fit.
+// emitHold is what the reader's loop holds while merging reads into a
+// batch waiting for the pipeline: a read that ended the shard, and a read
+// that did not fit.
+type emitHold struct {
 	end  *shard.Batch
-	held *pendingRead
+	read *pendingRead
+}
 
-	batcher   *service.Batcher // nil when the batch policy is empty
+// batchPolicy is the state of a shard's batch policy.
+type batchPolicy struct {
+	batcher   *service.Batcher
 	hasPeriod bool
 	// uncounted: the batch policy has no count, so checkpoint.limit bounds
 	// what the batcher holds (a read of aggregates of many empty user
@@ -78,39 +100,33 @@ type shardReader struct {
 	uncounted bool
 	pending   int                 // records added to the batcher since its last flush
 	lastPos   checkpoint.Position // of the last record added to the batcher
-
-	// lapse fires when the grant lapses (reused by every emit).
-	lapse *time.Timer
-	// stop stops the reader, with a cause (see delivery.withdraw).
-	stop context.CancelCauseFunc
-
-	// warnBehind is the count of records read past the checkpoint at which
-	// the next warning is due; it doubles with each warning.
-	warnBehind int
+	// room is the room of the messages the batcher holds, taken again when
+	// they are flushed.
+	room int64
 }
 
 // BehindWarnFactor: a warning is due once this many times checkpoint.limit
 // records were read past a checkpoint that does not move.
 const BehindWarnFactor = 10
 
-func newShardReader(s *Stream, info shardInfo, g coord.Grant, epoch int) *shardReader {
+// newShardReader returns the reader of a shard for a grant; stop stops it.
+func newShardReader(s *Stream, info shardInfo, g coord.Grant, stop context.CancelCauseFunc) *shardReader {
 	cp := g.Start()
+	log := newShardLog(s.env.Log, s.conf.Name, info.id)
 	r := &shardReader{
 		s:       s,
-		log:     newShardLog(s.env.Log, s.conf.Name, info.id),
+		log:     log,
 		info:    info,
 		cp:      cp,
-		epoch:   epoch,
-		g:       g,
+		g:       grant{Grant: g, stop: stop},
 		tracker: newAckTracker(s.env.Limits.Checkpoint),
-		conv:    nil,
-		ledger:  &roomLedger{budget: s.env.Budget},
+		conv:    newConverter(s, log, info, cp.Position),
+		// Counted in the budget's shares from now, before its reader runs:
+		// the first readers of a stream must not take shares meant for
+		// fewer.
+		mem: readMemory{ledger: &roomLedger{budget: s.env.Budget}, member: s.env.Budget.Join()},
 	}
-	r.conv = newConverter(s, r.log, info, cp.Position)
-	r.tracker.resolved = r.ledger.resolve
-	// Counted in the budget's shares from now, before its reader runs: the
-	// first readers of a stream must not take shares meant for fewer.
-	r.member = s.env.Budget.Join()
+	r.tracker.resolved = r.mem.ledger.resolve
 	r.tracker.strict = s.env.Limits.StrictOrder
 	r.tracker.report = func(behind, pending int) {
 		s.env.Metrics.pastCheckpoint.Set(int64(behind), s.conf.Name, info.id)
@@ -162,9 +178,9 @@ func (r *shardReader) setStopped(stopped bool) {
 
 // run reads the shard until it ends or ctx ends.
 func (r *shardReader) run(ctx context.Context) shardEvent {
-	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
+	ev := shardEvent{shardID: r.info.id}
 	defer r.releaseRoom() // last: after the publisher goroutine is joined
-	defer r.member.Leave()
+	defer r.mem.member.Leave()
 	start, err := r.cp.Resume()
 	if err != nil {
 		r.refuse(ctx, err)
@@ -177,17 +193,20 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			<-ctx.Done()
 			return ev
 		}
-		r.batcher = b
-		r.hasPeriod = r.s.env.Batching.Period != ""
-		r.uncounted = r.s.env.Batching.Count <= 0
+		r.policy = &batchPolicy{batcher: b, hasPeriod: r.s.env.Batching.Period != "", uncounted: r.s.env.Batching.Count <= 0}
 		defer b.Close(context.Background())
 	}
 	r.log.Debugf("reading from %v", start)
+	defer r.startFetching(ctx, start)()
+	return r.loop(ctx, ev)
+}
 
+// startFetching starts the publisher goroutine, which fetches reads from
+// start into r.reads; the function returned stops it and waits for it.
+func (r *shardReader) startFetching(ctx context.Context, start shard.Start) (stop func()) {
 	pctx, pcancel := context.WithCancel(ctx)
 	batches := make(chan shard.Batch)
-	r.batches = batches
-	r.ready = make(chan struct{}, 1)
+	r.reads = readPipe{batches: batches, ready: make(chan struct{}, 1)}
 	var pwg sync.WaitGroup
 	pwg.Add(1)
 	go func() {
@@ -195,18 +214,22 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 		defer close(batches)
 		r.publish(pctx, start, batches)
 	}()
-	defer func() {
+	return func() {
 		pcancel()
 		pwg.Wait()
-	}()
+	}
+}
 
+// loop takes the publisher's reads until the shard ends or ctx ends; with
+// a batch policy that has a period, it flushes the batcher when due.
+func (r *shardReader) loop(ctx context.Context, ev shardEvent) shardEvent {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
 		var flushC <-chan time.Time
-		if r.hasPeriod && r.pending > 0 {
-			if d, ok := r.batcher.UntilNext(); ok {
+		if r.policy != nil && r.policy.hasPeriod && r.policy.pending > 0 {
+			if d, ok := r.policy.batcher.UntilNext(); ok {
 				timer.Reset(d)
 				flushC = timer.C
 			} else if err := r.flush(ctx); err != nil {
@@ -220,7 +243,7 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 			if err := r.flush(ctx); err != nil {
 				return ev
 			}
-		case b, ok := <-batches:
+		case b, ok := <-r.reads.batches:
 			if !ok {
 				// The publisher stops only when ctx ends or after the shard's
 				// end, which returns below; anything else is a bug, and a
@@ -231,213 +254,34 @@ func (r *shardReader) run(ctx context.Context) shardEvent {
 				}
 				return ev
 			}
-			if err := r.handle(ctx, b); err != nil {
+			if err := r.take(ctx, b); err != nil {
 				return ev
-			}
-			for r.held != nil {
-				h := r.held
-				r.held = nil
-				if err := r.emitPending(ctx, h); err != nil {
-					return ev
-				}
 			}
 			if b.End {
 				return r.finish(ctx, b)
 			}
-			if r.end != nil {
-				return r.finish(ctx, *r.end)
+			if r.hold.end != nil {
+				return r.finish(ctx, *r.hold.end)
 			}
 		}
 		timer.Stop()
 	}
 }
 
-// publish runs the publisher, retrying a failed read from after the last
-// record it delivered, until the shard ends or ctx ends.
-//
-// A start at or after a sequence number is first checked against the
-// shard's range (see position.go): one outside it stops the shard. One that
-// Kinesis refuses as an invalid argument is replaced by a read from
-// TRIM_HORIZON that drops what the start would not have read (see
-// trimFallback), as long as that read shows the start's record trimmed; if
-// it shows the record still there, the shard stops and the start is tried
-// again now and then.
-func (r *shardReader) publish(ctx context.Context, start shard.Start, out chan<- shard.Batch) {
-	if err := outOfRange(start, r.info); err != nil {
-		r.stopOnPosition(ctx, start, err)
-		return
+// take turns a read into batches and emits them, then the reads that
+// joined them and did not fit.
+func (r *shardReader) take(ctx context.Context, b shard.Batch) error {
+	if err := r.handle(ctx, b); err != nil {
+		return err
 	}
-	bo := backoff.Backoff{Initial: time.Second, Max: 2 * time.Minute}
-	refusedBo := backoff.Backoff{Initial: positionRetryFirst, Max: positionRetry}
-	var fallback *trimFallback
-	refused := false // start was refused with its record still there
-	stopped := false // the kinesis_shard_stopped gauge is set
-	defer func() {
-		if stopped { // this reader no longer stands for the shard
-			r.setStopped(false)
-		}
-	}()
-	verify := false // the last failure may mean the stream was deleted: check before reading
-	for {
-		if verify {
-			if _, err := r.sameShard(ctx, start); err != nil {
-				if errors.Is(err, errRecreated) {
-					r.awaitReset(ctx, err)
-					return
-				}
-				wait := bo.Next()
-				r.log.Errorf("%v; checking again in %v", err, wait.Round(time.Millisecond))
-				if backoff.Sleep(ctx, wait) != nil {
-					return
-				}
-				continue
-			}
-			verify = false
-		}
-		var last string
-		from := start
-		if fallback != nil {
-			from = shard.Start{Kind: shard.TrimHorizon}
-		}
-		// The publisher takes room from the budget as this reader's member.
-		err := r.s.conf.Publisher.Read(membudget.WithMember(ctx, r.member), r.info.id, from, func(dctx context.Context, b shard.Batch) error {
-			// The batch's room is this reader's from here: given back
-			// below unless the batch reaches the run loop.
-			if err := checkSequences(b.Records); err != nil {
-				r.ledger.give(b.Room)
-				return err
-			}
-			// The shard's load: the records' bytes, at their arrival; a
-			// read at the tip that finds nothing tells that nothing
-			// arrived until now.
-			if len(b.Records) > 0 || b.MillisBehindLatest == 0 {
-				bytes, arrived := 0, time.Time{}
-				for i := range b.Records {
-					bytes += len(b.Records[i].Data)
-					if at := b.Records[i].ApproximateArrivalTimestamp; at != nil && at.After(arrived) {
-						arrived = *at
-					}
-				}
-				r.g.Read(bytes, arrived)
-			}
-			if fallback != nil {
-				var expired bool
-				all := len(b.Records)
-				if b.Records, expired = fallback.filter(b.Records); expired {
-					r.checkpointExpired(fallback.from)
-				} else if fallback.present {
-					r.ledger.give(b.Room)
-					return errPositionRefused
-				}
-				if all > 0 && len(b.Records) < all {
-					kept := b.Room * int64(len(b.Records)) / int64(all)
-					r.ledger.give(b.Room - kept)
-					b.Room = kept
-				}
-			}
-			if stopped {
-				stopped = false
-				r.setStopped(false)
-			}
-			var endErr error
-			if b.End {
-				if endErr = r.confirmEnd(dctx, b); endErr != nil {
-					// Its records are delivered; the end is not.
-					b.End, b.ChildShards = false, nil
-				}
-			}
-			select {
-			case out <- b:
-			case <-dctx.Done():
-				r.ledger.give(b.Room)
-				return dctx.Err()
-			}
-			if n := len(b.Records); n > 0 {
-				// A copy: kept while the shard waits, it would keep the
-				// read's strings whole.
-				last = strings.Clone(aws.ToString(b.Records[n-1].SequenceNumber))
-			}
-			if b.End || endErr != nil {
-				return endErr
-			}
-			// Fetch the next read once the reader is on this one's last
-			// part (see ready).
-			select {
-			case <-r.ready:
-				return nil
-			case <-dctx.Done():
-				return dctx.Err()
-			}
-		})
-		if last != "" {
-			start = shard.Start{Kind: shard.AfterSequence, Sequence: last}
-			fallback, refused = nil, false
-			bo.Reset() // the read made progress: a later failure starts the backoff afresh
-		}
-		if err == nil || ctx.Err() != nil {
-			return
-		}
-		switch {
-		case errors.Is(err, errPositionRefused):
-			fallback, refused, stopped = nil, true, true
-			wait := refusedBo.Next()
-			r.positionRefused(start, err, wait)
-			if backoff.Sleep(ctx, wait) != nil {
-				return
-			}
-			continue
-		case errors.Is(err, errEndUnconfirmed):
-			wait := bo.Next()
-			r.log.Warnf("%v; the end is not taken, and the shard is read again from %v in %v (metric kinesis_shard_ends_unconfirmed)", err, start, wait.Round(time.Millisecond))
-			if backoff.Sleep(ctx, wait) != nil {
-				return
-			}
-			continue
-		}
-		if awserr.Is(err, "ResourceNotFoundException") || awserr.Is(err, "InvalidArgumentException") {
-			// The stream may have been deleted, and created again under its
-			// name: a read of the new one under this reader (whose state is
-			// the old stream's) would deliver what the new stream's own
-			// readers deliver again. Read on only once the shard listed is
-			// known to be this one; discovery resets the stream otherwise.
-			listed, serr := r.sameShard(ctx, start)
-			switch {
-			case serr != nil:
-				err = fmt.Errorf("%w; the shard is not read again until it is known to be the same: %v", err, serr)
-				if errors.Is(serr, errRecreated) {
-					r.awaitReset(ctx, err)
-					return
-				}
-				verify = true
-			case isSequenceStart(start) && awserr.Is(err, "InvalidArgumentException"):
-				verify = false
-				if rerr := outOfRange(start, listed); rerr != nil {
-					r.stopOnPosition(ctx, start, fmt.Errorf("%v (Kinesis refused it: %v)", rerr, err))
-					return
-				}
-				if fallback == nil {
-					// Each refusal looks again: a start refused while its
-					// record was there may have been trimmed since.
-					fallback = &trimFallback{from: start}
-					if !refused {
-						r.log.Warnf("reading from %v was refused (%v): reading from the oldest record (TRIM_HORIZON) instead, skipping every record up to that position if it is older than the retention period", start, err)
-					}
-					continue
-				}
-			default:
-				verify = false
-			}
-		}
-		wait := bo.Next()
-		next := start.String()
-		if fallback != nil {
-			next = "TRIM_HORIZON, skipping every record up to " + next + ","
-		}
-		r.log.Errorf("%v; reading again from %s in %v", err, next, wait.Round(time.Millisecond))
-		if backoff.Sleep(ctx, wait) != nil {
-			return
+	for r.hold.read != nil {
+		h := r.hold.read
+		r.hold.read = nil
+		if err := r.emitPending(ctx, h); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // awaitReset waits, after err found the shard listed under this reader's id
@@ -462,18 +306,18 @@ func (r *shardReader) checkpointExpired(from shard.Start) {
 // and the messages converted and never tracked. Messages in flight give
 // theirs back as the pipeline resolves them.
 func (r *shardReader) releaseRoom() {
-	if r.held != nil {
-		r.ledger.give(r.held.room)
-		r.held.room = 0
+	if r.hold.read != nil {
+		r.mem.ledger.give(r.hold.read.room)
+		r.hold.read.room = 0
 	}
-	r.tracker.withPending(r.ledger.exited)
+	r.tracker.withPending(r.mem.ledger.exited)
 }
 
 // handle turns a publisher batch into messages and emits them.
 func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	id := r.info.id
 	r.s.setBehind(id, b.MillisBehindLatest)
-	if r.batcher == nil {
+	if r.policy == nil {
 		return r.emitPending(ctx, &pendingRead{b: b, room: b.Room})
 	}
 	r.readyForMore()
@@ -485,19 +329,19 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 	// otherwise hold the room they need), and take it again, forced, when
 	// the batcher flushes them into the pipeline (flush).
 	room := b.Room
-	defer func() { r.ledger.give(room) }()
+	defer func() { r.mem.ledger.give(room) }()
 	for next := 0; next < len(b.Records); {
 		var msgs service.MessageBatch
 		from := next
 		msgs, _, _, next = r.conv.convertPart(b, next, r.tracker.limit)
 		share := shareOf(&room, from, next, len(b.Records))
-		r.ledger.give(share)
+		r.mem.ledger.give(share)
 		positions := r.conv.takePositions()
 		for i, m := range msgs {
-			r.pending++
-			r.pendingRoom += share / int64(len(msgs))
-			r.lastPos = positions[i]
-			if r.batcher.Add(m) || (r.uncounted && r.pending >= r.tracker.limit) {
+			r.policy.pending++
+			r.policy.room += share / int64(len(msgs))
+			r.policy.lastPos = positions[i]
+			if r.policy.batcher.Add(m) || (r.policy.uncounted && r.policy.pending >= r.tracker.limit) {
 				if err := r.flush(ctx); err != nil {
 					return err
 				}
@@ -509,12 +353,12 @@ func (r *shardReader) handle(ctx context.Context, b shard.Batch) error {
 
 // flush emits what the batcher holds.
 func (r *shardReader) flush(ctx context.Context) error {
-	if r.pending == 0 {
+	if r.policy.pending == 0 {
 		return nil
 	}
-	batch, err := r.batcher.Flush(ctx)
-	n, pos, room := r.pending, r.lastPos, r.pendingRoom
-	r.pending, r.lastPos, r.pendingRoom = 0, checkpoint.Position{}, 0 // lastPos would keep its read's strings
+	batch, err := r.policy.batcher.Flush(ctx)
+	n, pos, room := r.policy.pending, r.policy.lastPos, r.policy.room
+	r.policy.pending, r.policy.lastPos, r.policy.room = 0, checkpoint.Position{}, 0 // lastPos would keep its read's strings
 	if err == nil && len(batch) == 0 && ctx.Err() != nil {
 		// Benthos drops a batch whose processors the end of ctx interrupted
 		// (v4.60.0 logs "the batch has been dropped"): those records never
@@ -527,7 +371,7 @@ func (r *shardReader) flush(ctx context.Context) error {
 	if err != nil {
 		// Never pass records that did not reach the pipeline: hold the
 		// checkpoint before them as a nack does.
-		r.ledger.flushed(n, 0)
+		r.mem.ledger.flushed(n, 0)
 		e, terr := r.tracker.Track(ctx, pos, n)
 		if terr != nil {
 			return terr
@@ -536,14 +380,14 @@ func (r *shardReader) flush(ctx context.Context) error {
 		r.log.Errorf("the batch policy failed on %d records ending at %v (%v): they did not reach the pipeline, and the shard's checkpoint stays before them until a restart reads them again", n, pos, err)
 		return nil
 	}
-	r.ledger.flushed(n, room)
+	r.mem.ledger.flushed(n, room)
 	return r.emit(ctx, batch, pos, n, false)
 }
 
 // readyForMore lets the publisher goroutine fetch the next read.
 func (r *shardReader) readyForMore() {
 	select {
-	case r.ready <- struct{}{}:
+	case r.reads.ready <- struct{}{}:
 	default:
 	}
 }
@@ -560,7 +404,7 @@ func (r *shardReader) readyForMore() {
 func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) (err error) {
 	defer func() {
 		if err != nil { // the records left unconverted give their room back
-			r.ledger.give(p.room)
+			r.mem.ledger.give(p.room)
 			p.room = 0
 		}
 	}()
@@ -582,7 +426,7 @@ func (r *shardReader) emitPending(ctx context.Context, p *pendingRead) (err erro
 			return nil
 		}
 		msgs, _, _, next := r.conv.convertPart(p.b, p.next, r.tracker.limit)
-		r.ledger.charge(&p.room, p.next, next, len(p.b.Records), len(msgs))
+		r.mem.ledger.charge(&p.room, p.next, next, len(p.b.Records), len(msgs))
 		p.msgs, p.positions, p.next = msgs, r.conv.takePositions(), next
 	}
 }
@@ -617,28 +461,28 @@ func (r *shardReader) emitRead(ctx context.Context, msgs service.MessageBatch, p
 // With strict_order the batch is tracked, and so handed over, only once the
 // shard's previous batch is resolved; reads join it meanwhile.
 func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos checkpoint.Position, n int, join bool) error {
-	var e *tracked
+	w := waiting{batch: batch, pos: pos, n: n}
 	if !r.tracker.strict || len(batch) == 0 {
 		var err error
-		if e, err = r.tracker.Track(ctx, pos, n); err != nil {
+		if w.e, err = r.tracker.Track(ctx, pos, n); err != nil {
 			return err
 		}
 		if len(batch) == 0 { // batch processors dropped everything
-			r.ack(e, nil)
+			r.ack(w.e, nil)
 			return nil
 		}
 	}
-	more := r.batches
-	if !join || r.end != nil {
+	more := r.reads.batches
+	if !join || r.hold.end != nil {
 		more = nil
 	}
 	var d *delivery
 	sent := false
 	defer func() {
-		if e != nil && !sent {
+		if w.e != nil && !sent {
 			// Tracked and never handed out: nobody waits for it, and the
 			// checkpoint stays before it.
-			r.tracker.Ack(e, errNotHandedOut)
+			r.tracker.Ack(w.e, errNotHandedOut)
 		}
 	}()
 	for {
@@ -651,14 +495,14 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 		}
 		var out chan<- Delivery
 		var idle <-chan struct{}
-		if e == nil {
+		if w.e == nil {
 			idle = r.tracker.Idle()
 		} else {
 			if d == nil {
-				d = &delivery{r: r, e: e}
+				d = &delivery{r: r, e: w.e}
 				r.watchBehind()
 			}
-			d.batch = batch
+			d.batch = w.batch
 			out = r.s.env.Out
 		}
 		select {
@@ -669,51 +513,67 @@ func (r *shardReader) emit(ctx context.Context, batch service.MessageBatch, pos 
 			return ctx.Err()
 		case <-lapsed: // checked at the top of the loop
 		case <-idle:
-			e = r.tracker.TryTrack(pos, n)
+			w.e = r.tracker.TryTrack(w.pos, w.n)
 		case b, ok := <-more:
-			if !ok {
-				more = nil // the run loop sees the close next
-				continue
+			if !ok || !r.joinRead(&w, b) {
+				more = nil // closed: the run loop sees the close next
 			}
-			r.s.setBehind(r.info.id, b.MillisBehindLatest)
-			if b.End {
-				end := b
-				r.end, more = &end, nil
-			}
-			if len(b.Records) > r.tracker.limit {
-				// More than could join: left whole for emitPending, which
-				// converts it a part at a time.
-				r.held, more = &pendingRead{b: b, room: b.Room}, nil
-				continue
-			}
-			room := b.Room
-			msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
-			r.ledger.charge(&room, 0, next, len(b.Records), len(msgs))
-			positions := r.conv.takePositions()
-			if next < len(b.Records) {
-				// Aggregates of more user records than could join: the
-				// rest is left for emitPending, which converts it a part at
-				// a time.
-				r.held, more = &pendingRead{msgs: msgs, positions: positions, b: b, next: next, room: room}, nil
-				continue
-			}
-			if m == 0 {
-				r.readyForMore()
-				continue
-			}
-			switch {
-			case e != nil && r.tracker.Grow(e, last, m):
-			case e == nil && n+m <= r.tracker.Room():
-				pos, n = last, n+m
-			default:
-				r.held, more = &pendingRead{msgs: msgs, positions: positions}, nil
-				continue
-			}
-			r.readyForMore()
-			batch = append(batch, msgs...)
-			r.watchBehind()
 		}
 	}
+}
+
+// waiting is a batch emit holds until the pipeline takes it.
+type waiting struct {
+	batch service.MessageBatch
+	pos   checkpoint.Position // of its last record
+	n     int                 // its records
+	// e is the batch as tracked; nil until it is (with strict_order, once
+	// the shard's previous batch is resolved).
+	e *tracked
+}
+
+// joinRead joins a read that arrived while w waited for the pipeline, as
+// far as the tracker's room allows; what does not fit is held for
+// emitPending. It reports whether later reads may still join.
+func (r *shardReader) joinRead(w *waiting, b shard.Batch) (more bool) {
+	r.s.setBehind(r.info.id, b.MillisBehindLatest)
+	more = true
+	if b.End {
+		end := b
+		r.hold.end, more = &end, false
+	}
+	if len(b.Records) > r.tracker.limit {
+		// More than could join: left whole for emitPending, which
+		// converts it a part at a time.
+		r.hold.read = &pendingRead{b: b, room: b.Room}
+		return false
+	}
+	room := b.Room
+	msgs, last, m, next := r.conv.convertPart(b, 0, r.tracker.limit)
+	r.mem.ledger.charge(&room, 0, next, len(b.Records), len(msgs))
+	positions := r.conv.takePositions()
+	if next < len(b.Records) {
+		// Aggregates of more user records than could join: the rest is
+		// left for emitPending, which converts it a part at a time.
+		r.hold.read = &pendingRead{msgs: msgs, positions: positions, b: b, next: next, room: room}
+		return false
+	}
+	if m == 0 {
+		r.readyForMore()
+		return more
+	}
+	switch {
+	case w.e != nil && r.tracker.Grow(w.e, last, m):
+	case w.e == nil && w.n+m <= r.tracker.Room():
+		w.pos, w.n = last, w.n+m
+	default:
+		r.hold.read = &pendingRead{msgs: msgs, positions: positions}
+		return false
+	}
+	r.readyForMore()
+	w.batch = append(w.batch, msgs...)
+	r.watchBehind()
+	return more
 }
 
 // lapsed returns a channel that fires when the reader's grant lapses (nil
@@ -730,12 +590,12 @@ func (r *shardReader) lapsed() (<-chan time.Time, error) {
 	if wait <= 0 {
 		return nil, errLapsed
 	}
-	if r.lapse == nil {
-		r.lapse = time.NewTimer(wait)
+	if r.g.lapse == nil {
+		r.g.lapse = time.NewTimer(wait)
 	} else {
-		r.lapse.Reset(wait)
+		r.g.lapse.Reset(wait)
 	}
-	return r.lapse.C, nil
+	return r.g.lapse.C, nil
 }
 
 func (r *shardReader) ack(e *tracked, err error) {
@@ -771,8 +631,8 @@ func (r *shardReader) watchBehind() {
 // finish completes a shard that was read to its end: once every record is
 // acknowledged it commits the end, then reports the children.
 func (r *shardReader) finish(ctx context.Context, b shard.Batch) shardEvent {
-	ev := shardEvent{shardID: r.info.id, epoch: r.epoch}
-	if r.batcher != nil {
+	ev := shardEvent{shardID: r.info.id}
+	if r.policy != nil {
 		if err := r.flush(ctx); err != nil {
 			return ev
 		}

@@ -114,10 +114,9 @@ func TestShardReaderGivesBackEveryByteOfRoom(t *testing.T) {
 			if tc.lapse > 0 {
 				g.until = time.Now().Add(tc.lapse)
 			}
-			r := newShardReader(s, listed[0], g, 0)
 			ctx, cancel := context.WithCancelCause(t.Context())
 			defer cancel(nil)
-			r.stop = cancel
+			r := newShardReader(s, listed[0], g, cancel)
 			done := make(chan shardEvent, 1)
 			go func() { done <- r.run(ctx) }()
 

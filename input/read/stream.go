@@ -568,13 +568,13 @@ func (s *Stream) schedule(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		s.loop.running[id] = cancel
-		r := newShardReader(s, sh, g, epoch)
-		r.stop = cancel
+		r := newShardReader(s, sh, g, cancel)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer cancel(nil)
 			ev := r.run(rctx)
+			ev.epoch = epoch
 			// A reader of the shard starts again only once what this one
 			// handed out is settled: a new one starts after the last
 			// acknowledged record, and would read the rest again.
