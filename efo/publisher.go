@@ -57,10 +57,6 @@ type Options struct {
 	// was not found: that error ends the Read, as every other does. Nil:
 	// every ResourceNotFound ends the Read.
 	Reregister func(ctx context.Context, stale string) (string, error)
-	// Room, when set, is the memory budget each event takes room from
-	// before it is decoded: the room of an average event of the shard so
-	// far, trued up to what its records cost (see shard.Room).
-	Room shard.Room
 	// Windows, when set, sizes each subscription's HTTP/2 stream window
 	// by the shards that read (see awsclient.StreamWindows): a shard joins
 	// while its Read runs.
@@ -168,7 +164,11 @@ func (p *Publisher) replaceConsumer(ctx context.Context, stale int) (string, err
 // ends (it then returns nil after a batch with End set), ctx ends, deliver
 // fails, or an error that retrying will not heal. A subscription that ends
 // (AWS ends each after 5 minutes) is renewed from where it stopped.
-func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+//
+// room, when not nil, is the memory budget each event takes room from
+// before it is decoded, as this shard's reader: the room of an average event
+// of the shard so far, trued up to what its records cost (see shard.Room).
+func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, room shard.Room, deliver shard.Deliver) error {
 	if err := start.Validate(); err != nil {
 		arn, _ := p.consumerARN()
 		return &Error{Consumer: arn, Shard: shardID, Class: awserr.Fatal, Err: err}
@@ -177,7 +177,7 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 		leave := p.opts.Windows.Join()
 		defer leave()
 	}
-	r := &reader{Publisher: p, shardID: shardID, pos: start}
+	r := &reader{Publisher: p, shardID: shardID, pos: start, room: room}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
 	r.inUseBackoff = backoff.Backoff{Initial: 500 * time.Millisecond, Max: 2 * time.Second}
 	return r.run(ctx, deliver)
@@ -187,6 +187,7 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 type reader struct {
 	*Publisher
 	shardID       string
+	room          shard.Room  // nil: no budget
 	consumer      string      // the consumer ARN of the last subscribe call
 	generation    int         // and its generation
 	pos           shard.Start // where the next subscription starts
@@ -268,7 +269,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 	// Events are decoded when this loop waits for one, not two ahead in the
 	// SDK's goroutines while the pipeline is busy.
 	gate := sdkopt.NewEventGate()
-	if r.opts.Room != nil {
+	if r.room != nil {
 		gate = sdkopt.NewSizingGate() // room is taken for each event once its size is known
 	}
 	defer gate.Close()
@@ -376,7 +377,7 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 // take takes room from the budget for a message of n bytes about to be
 // decoded: n times what the shard's messages cost per byte so far.
 func (r *reader) take(ctx context.Context, n int) (int64, error) {
-	if r.opts.Room == nil {
+	if r.room == nil {
 		return 0, nil
 	}
 	if r.costPerByte <= 0 {
@@ -384,7 +385,7 @@ func (r *reader) take(ctx context.Context, n int) (int64, error) {
 	}
 	want := max(int64(float64(n)*r.costPerByte), 1)
 	r.sized = n
-	return r.opts.Room.Take(ctx, want, want)
+	return r.room.Take(ctx, want, want)
 }
 
 // settle trues up the room taken for an event against what its records
@@ -392,10 +393,10 @@ func (r *reader) take(ctx context.Context, n int) (int64, error) {
 // this one's and a quarter less than before, so that a run of events of
 // one kind never takes the budget over.
 func (r *reader) settle(taken int64, recs []types.Record) int64 {
-	if r.opts.Room == nil {
+	if r.room == nil {
 		return 0
 	}
-	cost := shard.Settle(r.opts.Room, taken, shard.Cost(recs))
+	cost := shard.Settle(r.room, taken, shard.Cost(recs))
 	if r.sized > 0 && len(recs) > 0 {
 		r.costPerByte = max(float64(cost)/float64(r.sized), r.costPerByte*3/4)
 	}
@@ -404,8 +405,8 @@ func (r *reader) settle(taken int64, recs []types.Record) int64 {
 
 // giveBack gives back room taken for an event that did not come.
 func (r *reader) giveBack(taken int64) {
-	if r.opts.Room != nil {
-		r.opts.Room.Give(taken)
+	if r.room != nil {
+		r.room.Give(taken)
 	}
 }
 

@@ -236,7 +236,7 @@ func within(t *testing.T, d time.Duration) context.Context {
 func read(ctx context.Context, p *efo.Publisher, shardID string, r *reading, want int) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	err := p.Read(ctx, shardID, shard.Start{Kind: shard.TrimHorizon}, func(ctx context.Context, b shard.Batch) error {
+	err := p.Read(ctx, shardID, shard.Start{Kind: shard.TrimHorizon}, nil, func(ctx context.Context, b shard.Batch) error {
 		_ = r.deliver(ctx, b)
 		if r.count() >= want && !b.End {
 			cancel(errEnough)
@@ -480,7 +480,7 @@ func TestReadWatchdog(t *testing.T) {
 		r := &reading{}
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { done <- p.Read(ctx, shard0, shard.Start{Kind: shard.TrimHorizon}, r.deliver) }()
+		go func() { done <- p.Read(ctx, shard0, shard.Start{Kind: shard.TrimHorizon}, nil, r.deliver) }()
 		if !waitFor(ctx, func() bool { return r.count() >= 20 }) {
 			t.Fatalf("%d of 20 records within %v: the silent subscription was not replaced", r.count(), failBound+3*watchdog)
 		}
@@ -767,7 +767,7 @@ func TestHungSubscribeCallIsReplaced(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Read(ctx, "shardId-000000000000", shard.Start{Kind: shard.TrimHorizon}, func(context.Context, shard.Batch) error { return nil })
+		done <- p.Read(ctx, "shardId-000000000000", shard.Start{Kind: shard.TrimHorizon}, nil, func(context.Context, shard.Batch) error { return nil })
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for calls.Load() < 2 && time.Now().Before(deadline) {

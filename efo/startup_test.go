@@ -227,7 +227,7 @@ func runStartup(t *testing.T, strategy string) startupResult {
 			var reads sync.WaitGroup
 			for _, l := range in.shards {
 				reads.Go(func() {
-					err := pub.Read(ctx, l.id, shard.Start{Kind: shard.TrimHorizon}, l.deliver)
+					err := pub.Read(ctx, l.id, shard.Start{Kind: shard.TrimHorizon}, nil, l.deliver)
 					l.mu.Lock()
 					l.readErr, l.finished = err, true
 					l.mu.Unlock()

@@ -40,7 +40,7 @@ func shardOwn(reader string) int64 {
 var goMemoryLimit struct {
 	mu      sync.Mutex
 	managed bool
-	inputs  map[*kinesisInput]inputMemory
+	inputs  map[*memoryPlan]inputMemory
 }
 
 // inputMemory is what an input open counts for in the soft limit.
@@ -66,24 +66,25 @@ func ManageGoMemoryLimit() {
 	goMemoryLimit.managed = os.Getenv("GOMEMLIMIT") == ""
 }
 
-// openForGoMemoryLimit counts in's memory_limit until closedForGoMemoryLimit.
-func openForGoMemoryLimit(in *kinesisInput, limit int64) {
+// openForGoMemoryLimit counts an input's memory_limit until
+// closedForGoMemoryLimit.
+func openForGoMemoryLimit(in *memoryPlan) {
 	goMemoryLimit.mu.Lock()
 	defer goMemoryLimit.mu.Unlock()
 	if !goMemoryLimit.managed {
 		return
 	}
 	if goMemoryLimit.inputs == nil {
-		goMemoryLimit.inputs = map[*kinesisInput]inputMemory{}
+		goMemoryLimit.inputs = map[*memoryPlan]inputMemory{}
 	}
-	goMemoryLimit.inputs[in] = inputMemory{limit: limit}
+	goMemoryLimit.inputs[in] = inputMemory{limit: in.limit}
 	setGoMemoryLimitLocked()
 }
 
 // ownForGoMemoryLimit counts own as what in's shards hold, and returns the
 // soft limit now set: 0 when the binary does not manage it, an input has
 // no limit, or in is closed.
-func ownForGoMemoryLimit(in *kinesisInput, own int64) int64 {
+func ownForGoMemoryLimit(in *memoryPlan, own int64) int64 {
 	goMemoryLimit.mu.Lock()
 	defer goMemoryLimit.mu.Unlock()
 	m, ok := goMemoryLimit.inputs[in]
@@ -95,7 +96,7 @@ func ownForGoMemoryLimit(in *kinesisInput, own int64) int64 {
 	return setGoMemoryLimitLocked()
 }
 
-func closedForGoMemoryLimit(in *kinesisInput) {
+func closedForGoMemoryLimit(in *memoryPlan) {
 	goMemoryLimit.mu.Lock()
 	defer goMemoryLimit.mu.Unlock()
 	if _, ok := goMemoryLimit.inputs[in]; !ok {
@@ -117,7 +118,7 @@ func setGoMemoryLimitLocked() int64 {
 
 // goMemoryLimitFor is the soft limit for inputs of these memory_limits
 // and shards: none (math.MaxInt64) without inputs or with one unlimited.
-func goMemoryLimitFor(inputs map[*kinesisInput]inputMemory) int64 {
+func goMemoryLimitFor(inputs map[*memoryPlan]inputMemory) int64 {
 	if len(inputs) == 0 {
 		return math.MaxInt64
 	}
@@ -171,69 +172,6 @@ const leastRead = 64 << 10
 func recordsRoom(limit, windows, own int64) int64 {
 	part := limit/2 - windows
 	return max(min(part, part+limit/4-own), limit/8)
-}
-
-// shardsRead is told by the budget how many shards the input reads: their
-// own state comes out of the room for records (recordsRoom) and, beyond
-// 5/8 of memory_limit, goes on the soft limit, both at once; warnOwn
-// warns about it once the count stayed put for ownSettle.
-func (in *kinesisInput) shardsRead(n int) {
-	own := int64(n) * shardOwn(in.conf.Reader)
-	room := recordsRoom(in.conf.MemoryLimit, in.windowBytes, own)
-	in.budget.SetLimit(room)
-	in.metrics.bytesInFlightLimit.Set(room)
-	in.ownMu.Lock()
-	defer in.ownMu.Unlock()
-	// Under ownMu, so that warnOwn reads the soft limit of the count it
-	// reads.
-	in.ownSoft = ownForGoMemoryLimit(in, own)
-	in.ownShards = n
-	if in.ctx.Err() != nil {
-		return // closing: its shards leave, nothing to warn about
-	}
-	if in.ownTimer == nil {
-		in.ownTimer = time.AfterFunc(ownSettle, in.warnOwn)
-		return
-	}
-	in.ownTimer.Reset(ownSettle)
-}
-
-// stopWarningOwn stops a warnOwn to come; the input is closing.
-func (in *kinesisInput) stopWarningOwn() {
-	in.ownMu.Lock()
-	defer in.ownMu.Unlock()
-	if in.ownTimer != nil {
-		in.ownTimer.Stop()
-	}
-}
-
-// warnOwn warns, when the binary sets the soft memory limit, that the
-// shards' own state takes more than half of memory_limit, and that it
-// raised the soft limit: each once, and again only after the shards took
-// a quarter or less and ownWarnAgain went by.
-func (in *kinesisInput) warnOwn() {
-	limit := in.conf.MemoryLimit
-	in.ownMu.Lock()
-	defer in.ownMu.Unlock()
-	n, soft := in.ownShards, in.ownSoft
-	own := int64(n) * shardOwn(in.conf.Reader)
-	if soft == 0 {
-		return // GOMEMLIMIT rules, or the input closed
-	}
-	if own <= limit/4 {
-		in.ownWarned, in.ownRaised = false, false
-		return
-	}
-	if own > limit/2 && !in.ownWarned && time.Since(in.ownWarnedAt) >= ownWarnAgain {
-		in.ownWarned, in.ownWarnedAt = true, time.Now()
-		in.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): the records in flight get only %s of it (kinesis_bytes_in_flight_limit), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of %s or more gives them room; or read fewer shards in each instance (a lease table shares them).",
-			n, in.conf.Reader, shardOwn(in.conf.Reader)>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, in.windowBytes, own)), mibs(2*own))
-	}
-	if beyond := ownBeyond(limit, own); beyond > 0 && !in.ownRaised && time.Since(in.ownRaisedAt) >= ownWarnAgain {
-		in.ownRaised, in.ownRaisedAt = true, time.Now()
-		in.log.Warnf("memory_limit: the own state of %d shards (about %s) goes beyond the 5/8 of memory_limit (%s) it may take: the Go soft memory limit is raised by %s to %s, so that the heap is not collected without pause, and the process holds that much more than memory_limit + 55 MiB. Set memory_limit to %s or more to keep within it.",
-			n, mibs(own), mibs(limit), mibs(beyond), mibs(soft), mibs(2*own))
-	}
 }
 
 // mibs writes n bytes in MiB, rounded up; below a MiB in KiB, below a KiB

@@ -14,22 +14,22 @@ import (
 )
 
 func TestGoMemoryLimitIsTheInputsLimitsAndTheRest(t *testing.T) {
-	a, b := &kinesisInput{}, &kinesisInput{}
+	a, b := &memoryPlan{}, &memoryPlan{}
 	const mib = 1 << 20
 	for _, c := range []struct {
 		name   string
-		inputs map[*kinesisInput]inputMemory
+		inputs map[*memoryPlan]inputMemory
 		want   int64
 	}{
 		{"no input", nil, math.MaxInt64},
-		{"one input", map[*kinesisInput]inputMemory{a: {limit: 64 * mib}}, 88 * mib},
-		{"two inputs", map[*kinesisInput]inputMemory{a: {limit: 64 * mib}, b: {limit: 32 * mib}}, 120 * mib},
-		{"one unlimited", map[*kinesisInput]inputMemory{a: {limit: 64 * mib}, b: {}}, math.MaxInt64},
+		{"one input", map[*memoryPlan]inputMemory{a: {limit: 64 * mib}}, 88 * mib},
+		{"two inputs", map[*memoryPlan]inputMemory{a: {limit: 64 * mib}, b: {limit: 32 * mib}}, 120 * mib},
+		{"one unlimited", map[*memoryPlan]inputMemory{a: {limit: 64 * mib}, b: {}}, math.MaxInt64},
 		// 512 shards by fan-out, 40 MiB of their own: within 5/8 of 64 MiB.
-		{"shards within 5/8", map[*kinesisInput]inputMemory{a: {limit: 64 * mib, own: 40 * mib}}, 88 * mib},
+		{"shards within 5/8", map[*memoryPlan]inputMemory{a: {limit: 64 * mib, own: 40 * mib}}, 88 * mib},
 		// 1,024 shards by fan-out: 80 MiB, 40 beyond 5/8 of 64 MiB.
-		{"shards beyond 5/8", map[*kinesisInput]inputMemory{a: {limit: 64 * mib, own: 80 * mib}}, 128 * mib},
-		{"each input's own", map[*kinesisInput]inputMemory{a: {limit: 64 * mib, own: 80 * mib}, b: {limit: 32 * mib, own: 30 * mib}}, (24 + 64 + 40 + 32 + 10) * mib},
+		{"shards beyond 5/8", map[*memoryPlan]inputMemory{a: {limit: 64 * mib, own: 80 * mib}}, 128 * mib},
+		{"each input's own", map[*memoryPlan]inputMemory{a: {limit: 64 * mib, own: 80 * mib}, b: {limit: 32 * mib, own: 30 * mib}}, (24 + 64 + 40 + 32 + 10) * mib},
 	} {
 		if got := goMemoryLimitFor(c.inputs); got != c.want {
 			t.Errorf("%s: soft limit %d MiB, want %d MiB", c.name, got/mib, c.want/mib)
@@ -48,17 +48,17 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	goMemoryLimit.managed = true
 	goMemoryLimit.mu.Unlock()
 	logs := &inputtest.Logs{}
-	in := &kinesisInput{
-		conf:    config{MemoryLimit: 64 << 20, Reader: readerEFO},
+	in := &memoryPlan{
+		limit:   64 << 20,
+		reader:  readerEFO,
 		log:     service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(logs, nil))),
-		ctx:     t.Context(),
+		closing: t.Context(),
 		budget:  membudget.New(24<<20, nil),
 		metrics: newMetrics(service.MockResources().Metrics()),
 	}
-	openForGoMemoryLimit(in, in.conf.MemoryLimit)
+	openForGoMemoryLimit(in)
 	t.Cleanup(func() {
-		in.stopWarningOwn()
-		closedForGoMemoryLimit(in)
+		in.close()
 		goMemoryLimit.mu.Lock()
 		goMemoryLimit.managed = managed
 		goMemoryLimit.mu.Unlock()
@@ -97,10 +97,10 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	}
 	for _, s := range steps {
 		if s.later > 0 {
-			in.ownMu.Lock()
-			in.ownWarnedAt = in.ownWarnedAt.Add(-s.later)
-			in.ownRaisedAt = in.ownRaisedAt.Add(-s.later)
-			in.ownMu.Unlock()
+			in.own.mu.Lock()
+			in.own.warnedAt = in.own.warnedAt.Add(-s.later)
+			in.own.raisedAt = in.own.raisedAt.Add(-s.later)
+			in.own.mu.Unlock()
 		}
 		before := len(warnings())
 		in.shardsRead(s.shards)
@@ -125,10 +125,10 @@ func TestManyShardsRaiseTheSoftLimitAndSaySo(t *testing.T) {
 	closedForGoMemoryLimit(in)
 	in.shardsRead(100)
 	in.warnOwn()
-	in.ownMu.Lock()
-	in.ownWarnedAt = in.ownWarnedAt.Add(-ownWarnAgain)
-	in.ownRaisedAt = in.ownRaisedAt.Add(-ownWarnAgain)
-	in.ownMu.Unlock()
+	in.own.mu.Lock()
+	in.own.warnedAt = in.own.warnedAt.Add(-ownWarnAgain)
+	in.own.raisedAt = in.own.raisedAt.Add(-ownWarnAgain)
+	in.own.mu.Unlock()
 	in.shardsRead(2048)
 	in.warnOwn()
 	if w := warnings(); len(w) != 4 {

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,8 +28,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
@@ -59,31 +56,9 @@ type kinesisInput struct {
 
 	out     chan read.Delivery
 	replays *replays // rejected batches to deliver again (auto_replay_nacks)
-	// budget bounds the bytes of records in flight across every shard
-	// (memory_limit); nil: no limit.
-	budget *membudget.Budget
-	// pulling counts ReadBatch calls waiting for records: the pipeline is
-	// asking for more. The budget's valve opens only then: a pipeline that
-	// stopped asking (an output down or slow) is not let past the limit.
-	pulling atomic.Int32
-	// stallMu guards stallWarned, when budgetStalled last warned.
-	stallMu     sync.Mutex
-	stallWarned time.Time
-	// ownMu guards the shard count shardsRead was told last, the timer of
-	// its warnings (warnOwn), and whether and when they were given: that
-	// the shards' own state takes more than half of memory_limit, and that
-	// it raised the soft memory limit.
-	ownMu                    sync.Mutex
-	ownShards                int
-	ownSoft                  int64 // the soft limit with them; 0: none
-	ownTimer                 *time.Timer
-	ownWarned, ownRaised     bool
-	ownWarnedAt, ownRaisedAt time.Time
-	// windows sizes fan-out's flow-control windows within memory_limit;
-	// nil without a limit or by polling.
-	windows *awsclient.StreamWindows
-	// windowBytes is what the windows may hold together: 0 by polling.
-	windowBytes int64
+	// mem owns the memory rules: the budget of the records in flight, the
+	// fan-out windows and the soft memory limit (memory.go).
+	mem *memoryPlan
 
 	// health says whether any stream can be read: /ready fails while none
 	// can (health.go).
@@ -130,45 +105,8 @@ func newInput(pc *service.ParsedConfig, res *service.Resources) (*kinesisInput, 
 
 		deregisterTimeout: 10 * time.Second,
 	}
-	if conf.MemoryLimit > 0 {
-		// Half of the limit bounds the records in flight, the other half
-		// is what the heap grows by between collections. By fan-out, a
-		// quarter of the records' half is for what subscriptions buffer
-		// unread in the transport.
-		records := conf.MemoryLimit / 2
-		if conf.Reader == readerEFO {
-			in.windowBytes = records / 4
-			in.windows = awsclient.NewStreamWindows(in.windowBytes, conf.TLS)
-			records -= in.windowBytes
-		}
-		in.budget = membudget.New(records, func(used int64) { in.metrics.bytesInFlight.Set(used) })
-		in.budget.OnStall(budgetStall, func() bool { return in.pulling.Load() > 0 }, in.budgetStalled)
-		if conf.Reader == readerPolling {
-			in.budget.SetFloor(leastRead) // fan-out takes an event whole
-		}
-		in.metrics.bytesInFlightLimit.Set(records)
-	}
-	openForGoMemoryLimit(in, conf.MemoryLimit)
-	if in.budget != nil {
-		in.budget.OnMembers(in.shardsRead) // after open: it counts the shards there
-	}
+	in.mem = newMemoryPlan(ctx, conf, in.log, in.metrics)
 	return in, nil
-}
-
-// efoWindows is windows as the fan-out publisher takes them: nil without.
-func (in *kinesisInput) efoWindows() efo.Windows {
-	if in.windows == nil {
-		return nil
-	}
-	return in.windows
-}
-
-// room is the budget as publishers take it: nil without a limit.
-func (in *kinesisInput) room() shard.Room {
-	if in.budget == nil {
-		return nil
-	}
-	return in.budget
 }
 
 // Connect checks that every stream exists, opens the checkpoint store or
@@ -251,7 +189,7 @@ func (in *kinesisInput) readEnv() *read.Env {
 		Log:       in.log,
 		Metrics:   in.metrics.read,
 		Out:       in.out,
-		Budget:    in.budget,
+		Budget:    in.mem.budget,
 		Batching:  in.conf.Batching,
 		Resources: in.res,
 		Limits: read.Limits{
@@ -303,7 +241,6 @@ func (in *kinesisInput) prepareStream(ctx context.Context, env *read.Env, client
 		c.Publisher = polling.New(client, c.ARN, polling.Options{
 			Interval:     in.conf.PollingInterval,
 			IdleInterval: in.conf.PollingIdle,
-			Room:         in.room(),
 			Limit:        in.conf.PollingLimit,
 			Logger:       in.log,
 			Throttled: func(shardID string) {
@@ -380,8 +317,7 @@ func (in *kinesisInput) efoPublisher(client *kinesis.Client, consumerARN, stream
 	o := efo.Options{
 		Logger:     in.log,
 		Reregister: reregister,
-		Room:       in.room(),
-		Windows:    in.efoWindows(),
+		Windows:    in.mem.efoWindows(),
 		Hooks: efo.Hooks{
 			Subscribed: func(shardID string, resubscribe bool) {
 				if resubscribe {
@@ -434,8 +370,8 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 			}
 			due = timer.C
 		}
-		// Counted while the pipeline waits for records (see pulling).
-		in.pulling.Add(1)
+		// Counted while the pipeline waits for records (see memoryPlan.pulling).
+		in.mem.pulling.Add(1)
 		var d read.Delivery
 		var got bool
 		var stop error
@@ -446,7 +382,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 		case <-in.replays.added:
 		case <-in.health.down:
 			if in.health.reason() != "" {
-				in.pulling.Add(-1)
+				in.mem.pulling.Add(-1)
 				return nil, nil, service.ErrNotConnected
 			}
 		case <-ctx.Done():
@@ -454,7 +390,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 		case <-in.ctx.Done():
 			stop = service.ErrEndOfInput
 		}
-		in.pulling.Add(-1)
+		in.mem.pulling.Add(-1)
 		switch {
 		case stop != nil:
 			return nil, nil, stop
@@ -474,8 +410,7 @@ func (in *kinesisInput) ReadBatch(ctx context.Context) (service.MessageBatch, se
 // calls it after waiting for pending acknowledgements.
 func (in *kinesisInput) Close(ctx context.Context) error {
 	in.cancel()
-	defer closedForGoMemoryLimit(in)
-	defer in.stopWarningOwn()
+	defer in.mem.close()
 	done := make(chan struct{})
 	go func() {
 		in.wg.Wait()

@@ -155,7 +155,7 @@ func TestPartialNackReplaysOnlyTheFailedMessages(t *testing.T) {
 // readers by sending on out.
 func replayTestInput(replay bool) *kinesisInput {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan read.Delivery), replays: newReplays(), health: newInputHealth()}
+	return &kinesisInput{conf: config{ReplayNacks: replay}, log: service.MockResources().Logger(), ctx: ctx, cancel: cancel, out: make(chan read.Delivery), replays: newReplays(), health: newInputHealth(), mem: &memoryPlan{}}
 }
 
 func replayTestBatch(data string) service.MessageBatch {

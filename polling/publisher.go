@@ -61,10 +61,6 @@ type Options struct {
 	Logger logging.Logger
 	// Throttled is called once per throttled call; default none.
 	Throttled func(shardID string)
-	// Room, when set, is the memory budget each call takes room from first:
-	// a call asks for as many records as the room it got holds (at least
-	// one), and its batch holds what its records cost (see shard.Room).
-	Room shard.Room
 }
 
 func (o Options) withDefaults() Options {
@@ -118,11 +114,16 @@ func New(api API, streamARN string, opts Options) *Publisher {
 // Read delivers the records of shardID from start, in order, until the shard
 // ends (it then returns nil after a batch with End set), ctx ends, deliver
 // fails, or an error that retrying will not heal.
-func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+//
+// room, when not nil, is the memory budget each call takes room from first,
+// as this shard's reader: a call asks for as many records as the room it
+// got holds (at least one), and its batch holds what its records cost (see
+// shard.Room).
+func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start, room shard.Room, deliver shard.Deliver) error {
 	if err := start.Validate(); err != nil {
 		return p.fail(shardID, "GetShardIterator", err)
 	}
-	r := &reader{Publisher: p, shardID: shardID, start: start}
+	r := &reader{Publisher: p, shardID: shardID, start: start, room: room}
 	r.backoff = backoff.Backoff{Initial: p.opts.BackoffInitial, Max: p.opts.BackoffMax}
 	return r.run(ctx, deliver)
 }
@@ -132,6 +133,7 @@ func (p *Publisher) Read(ctx context.Context, shardID string, start shard.Start,
 type reader struct {
 	*Publisher
 	shardID  string
+	room     shard.Room // nil: no budget
 	start    shard.Start
 	lastSeq  string // last record delivered; a fresh iterator starts after it
 	iterator string
@@ -204,7 +206,7 @@ const iteratorFresh = 4 * time.Minute
 // the call may ask for to stay within it.
 func (r *reader) take(ctx context.Context) (taken int64, limit int32, err error) {
 	limit = r.limit()
-	if r.opts.Room == nil {
+	if r.room == nil {
 		return 0, limit, nil
 	}
 	one := r.recordCost
@@ -212,7 +214,7 @@ func (r *reader) take(ctx context.Context) (taken int64, limit int32, err error)
 		one = assumedRecordSize + shard.RecordOverhead + 64
 	}
 	one += costMargin
-	taken, err = r.opts.Room.Take(ctx, one, one*int64(limit))
+	taken, err = r.room.Take(ctx, one, one*int64(limit))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -221,8 +223,8 @@ func (r *reader) take(ctx context.Context) (taken int64, limit int32, err error)
 
 // giveBack gives back room taken for a call that brought nothing.
 func (r *reader) giveBack(taken int64) {
-	if r.opts.Room != nil {
-		r.opts.Room.Give(taken)
+	if r.room != nil {
+		r.room.Give(taken)
 	}
 }
 
@@ -310,7 +312,7 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 			Records:            out.Records,
 			MillisBehindLatest: aws.ToInt64(out.MillisBehindLatest),
 			End:                out.NextShardIterator == nil,
-			Room:               shard.Settle(r.opts.Room, taken, shard.Cost(out.Records)),
+			Room:               shard.Settle(r.room, taken, shard.Cost(out.Records)),
 		}
 		if b.End {
 			b.ChildShards = out.ChildShards

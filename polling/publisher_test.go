@@ -83,7 +83,7 @@ func collect(t *testing.T, p *Publisher, start shard.Start, want int) ([]string,
 	defer cancel()
 	var seqs []string
 	var batches []shard.Batch
-	err := p.Read(ctx, "shardId-0", start, func(_ context.Context, b shard.Batch) error {
+	err := p.Read(ctx, "shardId-0", start, nil, func(_ context.Context, b shard.Batch) error {
 		batches = append(batches, b)
 		for _, r := range b.Records {
 			seqs = append(seqs, *r.SequenceNumber)
@@ -286,7 +286,7 @@ func TestIdleShardBacksOffAndWakesOnRecords(t *testing.T) {
 	got := make(chan time.Time, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Read(ctx, "shardId-0", shard.Start{Kind: shard.TrimHorizon}, func(_ context.Context, b shard.Batch) error {
+		done <- p.Read(ctx, "shardId-0", shard.Start{Kind: shard.TrimHorizon}, nil, func(_ context.Context, b shard.Batch) error {
 			if len(b.Records) > 0 {
 				got <- time.Now()
 			}

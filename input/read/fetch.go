@@ -11,7 +11,6 @@ import (
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
-	"github.com/benthos-kinesis/benthos-kinesis/internal/membudget"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -91,7 +90,7 @@ func (f *fetcher) run(ctx context.Context) {
 			from = shard.Start{Kind: shard.TrimHorizon}
 		}
 		// The publisher takes room from the budget as this reader's member.
-		err := r.s.conf.Publisher.Read(membudget.WithMember(ctx, r.mem.member), r.info.id, from, f.deliver)
+		err := r.s.conf.Publisher.Read(ctx, r.info.id, from, r.mem.room(), f.deliver)
 		if f.last != "" {
 			f.start = shard.Start{Kind: shard.AfterSequence, Sequence: f.last}
 			f.fallback, f.refused = nil, false

@@ -55,7 +55,7 @@ type scriptedPub struct {
 	read func(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error
 }
 
-func (p scriptedPub) Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error {
+func (p scriptedPub) Read(ctx context.Context, shardID string, start shard.Start, _ shard.Room, deliver shard.Deliver) error {
 	return p.read(ctx, shardID, start, deliver)
 }
 

@@ -15,5 +15,5 @@ import (
 // when ctx ends, the error of deliver, or an error that retrying will not heal
 // (the input then retries the shard later from after the last record delivered).
 type Publisher interface {
-	Read(ctx context.Context, shardID string, start shard.Start, deliver shard.Deliver) error
+	Read(ctx context.Context, shardID string, start shard.Start, room shard.Room, deliver shard.Deliver) error
 }

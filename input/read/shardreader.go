@@ -73,6 +73,15 @@ type readMemory struct {
 	member *membudget.Member
 }
 
+// room is the reader's member as its publisher takes room from it: nil
+// without a budget.
+func (m readMemory) room() shard.Room {
+	if m.member == nil {
+		return nil
+	}
+	return m.member
+}
+
 // readPipe carries the publisher goroutine's reads to the reader's loop.
 type readPipe struct {
 	batches <-chan shard.Batch

@@ -104,7 +104,7 @@ func TestShardReaderGivesBackEveryByteOfRoom(t *testing.T) {
 			budget.SetFloor(16 << 10)
 			out := make(chan Delivery)
 			env := testEnv(inputtest.OpenFileStore(t), out, limit(10), func(e *Env) { e.Budget = budget })
-			pub := polling.New(client, srv.StreamARN("orders"), polling.Options{Room: budget, Interval: 50 * time.Millisecond, IdleInterval: 50 * time.Millisecond})
+			pub := polling.New(client, srv.StreamARN("orders"), polling.Options{Interval: 50 * time.Millisecond, IdleInterval: 50 * time.Millisecond})
 			s := NewStream(env, StreamConfig{Name: "orders", ARN: srv.StreamARN("orders"), Client: client, Publisher: pub})
 			listed, err := listShards(t.Context(), client, s.conf.ARN)
 			if err != nil {

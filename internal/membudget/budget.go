@@ -55,16 +55,6 @@ type Member struct {
 	served int64 // bytes granted since it joined, from the least of the others'
 }
 
-type memberKey struct{}
-
-// WithMember returns ctx carrying m: a Take with it takes its turn as m.
-func WithMember(ctx context.Context, m *Member) context.Context {
-	if m == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, memberKey{}, m)
-}
-
 type waiter struct {
 	member     *Member // nil: a Take without a member, served by arrival
 	arrival    uint64
@@ -157,7 +147,7 @@ func (b *Budget) SetFloor(floor int64) {
 // Join counts a reader sharing the budget until it calls Leave. Take
 // grants no reader more than twice its fair share, the limit over the
 // readers, so that while room is short every reader advances a little at a
-// time; and a Take whose context carries the member (WithMember) waits its turn
+// time; and a member's Take (Member.Take) waits its turn
 // by the room the member got so far. A reader joins as having got the
 // least any other got: a shard read for the first time does not take its
 // turns back from those read for hours.
@@ -201,11 +191,40 @@ func (m *Member) Leave() {
 // fair share, see Join), and returns how many. A min larger than the whole
 // budget gets the whole budget once nothing else is in use: one read must
 // always be possible. It fails only when ctx ends.
+//
+// A Take of the budget is of no member: it waits its turn by arrival.
 func (b *Budget) Take(ctx context.Context, min, max int64) (int64, error) {
+	return b.take(ctx, nil, min, max)
+}
+
+// Take takes room as the member m, in its turn by the room it got so far
+// (see Budget.Take and Join). A nil member (no budget) takes max at once.
+// A Member is the shard.Room its reader's publisher takes room from.
+func (m *Member) Take(ctx context.Context, min, max int64) (int64, error) {
+	if m == nil {
+		return max, ctx.Err()
+	}
+	return m.b.take(ctx, m, min, max)
+}
+
+// Force forces n bytes on m's budget (see Budget.Force).
+func (m *Member) Force(n int64) {
+	if m != nil {
+		m.b.Force(n)
+	}
+}
+
+// Give gives n bytes back to m's budget.
+func (m *Member) Give(n int64) {
+	if m != nil {
+		m.b.Give(n)
+	}
+}
+
+func (b *Budget) take(ctx context.Context, member *Member, min, max int64) (int64, error) {
 	if b == nil {
 		return max, ctx.Err()
 	}
-	member, _ := ctx.Value(memberKey{}).(*Member)
 	need, want := min, max
 	b.mu.Lock()
 	min, max = b.bounds(need, want)

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
 func TestTakeGrantsWhatIsFreeWithinMinAndMax(t *testing.T) {
@@ -52,8 +54,8 @@ func TestWaitersAreServedInTheOrderTheyCame(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := newQueue(t, b)
-	q.take(ctx, "big", 80)
-	q.take(ctx, "small", 10)
+	q.take(b, "big", 80)
+	q.take(b, "small", 10)
 	b.Give(20) // the small one would fit, the big one came first
 	select {
 	case name := <-q.served:
@@ -107,10 +109,10 @@ func newQueue(t *testing.T, b *Budget) *queue {
 }
 
 // take starts a take of n bytes named name, and returns once it waits.
-func (q *queue) take(ctx context.Context, name string, n int64) {
+func (q *queue) take(room shard.Room, name string, n int64) {
 	q.t.Helper()
 	go func() {
-		if _, err := q.b.Take(ctx, n, n); err != nil {
+		if _, err := room.Take(q.t.Context(), n, n); err != nil {
 			q.t.Error(err)
 			return
 		}
@@ -151,18 +153,18 @@ func TestMembersTakeTurnsByTheRoomTheyGot(t *testing.T) {
 	t.Parallel()
 	b := New(100, nil)
 	ahead, behind := b.Join(), b.Join()
-	if n, err := b.Take(WithMember(t.Context(), ahead), 50, 50); n != 50 || err != nil {
+	if n, err := ahead.Take(t.Context(), 50, 50); n != 50 || err != nil {
 		t.Fatalf("took %d, %v", n, err)
 	}
-	if n, err := b.Take(WithMember(t.Context(), behind), 10, 10); n != 10 || err != nil {
+	if n, err := behind.Take(t.Context(), 10, 10); n != 10 || err != nil {
 		t.Fatalf("took %d, %v", n, err)
 	}
 	b.Force(40) // full
 	q := newQueue(t, b)
-	q.take(WithMember(t.Context(), ahead), "ahead", 25)   // came first, got 50
-	q.take(WithMember(t.Context(), behind), "behind", 25) // got 10
-	late := b.Join()                                      // starts at 10, level with behind, after it
-	q.take(WithMember(t.Context(), late), "late", 25)
+	q.take(ahead, "ahead", 25)   // came first, got 50
+	q.take(behind, "behind", 25) // got 10
+	late := b.Join()             // starts at 10, level with behind, after it
+	q.take(late, "late", 25)
 	b.Give(25)
 	q.next("behind", "it got least")
 	b.Give(25)
@@ -179,13 +181,13 @@ func TestAMemberTakesAboutItsFairShare(t *testing.T) {
 	t.Parallel()
 	b := New(100, nil)
 	ms := []*Member{b.Join(), b.Join(), b.Join(), b.Join()}
-	ctx := WithMember(t.Context(), ms[0])
-	if n, _ := b.Take(ctx, 1, 1000); n != 50 {
+	ctx := t.Context()
+	if n, _ := ms[0].Take(ctx, 1, 1000); n != 50 {
 		t.Fatalf("took %d asking up to 1000 of 100 shared by 4, want 50", n)
 	}
 	b.Force(40) // 10 free
 	got := make(chan int64, 1)
-	go func() { n, _ := b.Take(ctx, 1, 1000); got <- n }()
+	go func() { n, _ := ms[0].Take(ctx, 1, 1000); got <- n }()
 	waitWaiters(t, b, 1)
 	b.Give(14) // 24 free: under half of 50
 	b.Give(1)  // 25: half fits
@@ -197,7 +199,7 @@ func TestAMemberTakesAboutItsFairShare(t *testing.T) {
 	}
 	ms[1].Leave() // twice is harmless
 	b.Give(b.Used())
-	if n, _ := b.Take(ctx, 1, 1000); n != 100 {
+	if n, _ := ms[0].Take(ctx, 1, 1000); n != 100 {
 		t.Fatalf("alone, took %d, want the whole 100", n)
 	}
 }
@@ -330,10 +332,10 @@ func TestTheValveOpensByTheBudgetAsMade(t *testing.T) {
 		members = append(members, b.Join())
 	}
 	b.SetLimit(40)
-	if _, err := b.Take(WithMember(t.Context(), members[0]), 40, 40); err != nil {
+	if _, err := members[0].Take(t.Context(), 40, 40); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.Take(WithMember(t.Context(), members[1]), 1, 1000); err != nil || n != 100 {
+	if n, err := members[1].Take(t.Context(), 1, 1000); err != nil || n != 100 {
 		t.Fatalf("the valve let %d through, %v; want 100, a quarter of 400", n, err)
 	}
 }
@@ -345,12 +347,12 @@ func TestAWaiterIsServedByTheLimitNow(t *testing.T) {
 	t.Parallel()
 	b := New(1000, nil)
 	m1, m2 := b.Join(), b.Join()
-	if n, _ := b.Take(WithMember(t.Context(), m1), 1, 1000); n != 1000 {
+	if n, _ := m1.Take(t.Context(), 1, 1000); n != 1000 {
 		t.Fatalf("took %d, want 1000", n)
 	}
 	got := make(chan int64, 1)
 	go func() {
-		n, _ := b.Take(WithMember(t.Context(), m2), 1, 1000) // at least 500 of 1000
+		n, _ := m2.Take(t.Context(), 1, 1000) // at least 500 of 1000
 		got <- n
 	}()
 	waitWaiters(t, b, 1)
