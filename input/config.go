@@ -30,7 +30,7 @@ type config struct {
 	TLS      *tls.Config // nil: the SDK's default transport
 	Creds    credentials
 
-	Reader         string
+	Reader         *readerKind
 	EFO            efoConfig
 	StartFrom      string
 	StartTimestamp time.Time
@@ -196,31 +196,15 @@ func parseConfig(pc *service.ParsedConfig) (config, error) {
 		return c, err
 	}
 
-	if c.Reader, err = pc.FieldString(fReader); err != nil {
+	name, err := pc.FieldString(fReader)
+	if err != nil {
 		return c, err
 	}
-	switch c.Reader {
-	case readerPolling:
-		// Not used, but a value no reader takes is a mistake all the
-		// same, as lint says.
-		if err := checkUnusedEFO(pc.Namespace(fEFO)); err != nil {
-			return c, err
-		}
-	case readerEFO:
-		if c.EFO, err = parseEFO(pc.Namespace(fEFO), c.Streams); err != nil {
-			return c, err
-		}
-		for name, a := range c.EFO.ConsumerARNs {
-			region := strings.Split(a.ARN, ":")[3]
-			if c.Region == "" {
-				c.Region = region
-			}
-			if region != c.Region {
-				return c, fieldError(fEFO+"."+fEFOConsumerARNs+"."+name, a.ARN, "is in region %s but the input reads region %s; one input reads one region", region, c.Region)
-			}
-		}
-	default:
-		return c, fieldError(fReader, c.Reader, "unknown reader; expected efo or polling")
+	if c.Reader = readerNamed(name); c.Reader == nil {
+		return c, fieldError(fReader, name, "unknown reader; expected %s", strings.Join(readerNames(), " or "))
+	}
+	if err := c.Reader.parse(pc, &c); err != nil {
+		return c, err
 	}
 
 	if c.StartFrom, err = pc.FieldString(fStartFrom); err != nil {

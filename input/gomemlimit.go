@@ -15,25 +15,6 @@ import (
 // room beyond.
 const restOfProcess = 24 << 20
 
-// What one shard being read holds besides its records: its goroutines'
-// stacks, its reader's, publisher's and metrics' state, and by fan-out its
-// subscription's HTTP/2 stream and the SDK's event stream reader (three
-// goroutines more). Measured as the resident memory of the binary idle at
-// 512 and 1,024 shards over its memory at 4 (kinesis-bench -idle): 58 to
-// 75 KiB a shard by polling, 61 to 82 KiB by fan-out.
-const (
-	shardOwnPolling = 64 << 10
-	shardOwnEFO     = 80 << 10
-)
-
-// shardOwn is what one shard read by reader holds besides its records.
-func shardOwn(reader string) int64 {
-	if reader == readerEFO {
-		return shardOwnEFO
-	}
-	return shardOwnPolling
-}
-
 // goMemoryLimit sets the Go runtime's soft memory limit from the inputs'
 // memory_limit and shards, once a binary has asked for it
 // (ManageGoMemoryLimit).

@@ -144,7 +144,7 @@ func TestShardsTakeTheirStateFromTheHeapThenTheRecords(t *testing.T) {
 	for _, c := range []struct {
 		name                   string
 		limit, windows, shards int64
-		reader                 string
+		reader                 *readerKind
 		want                   int64
 	}{
 		{"4 shards by polling", 64 * mib, 0, 4, readerPolling, 32 * mib},
@@ -155,7 +155,7 @@ func TestShardsTakeTheirStateFromTheHeapThenTheRecords(t *testing.T) {
 		{"1,024 by polling: the floor", 64 * mib, 0, 1024, readerPolling, 8 * mib},
 		{"512 by fan-out in 256 MiB: no change", 256 * mib, 32 * mib, 512, readerEFO, 96 * mib},
 	} {
-		if got := recordsRoom(c.limit, c.windows, c.shards*shardOwn(c.reader)); got != c.want {
+		if got := recordsRoom(c.limit, c.windows, c.shards*c.reader.shardOwn); got != c.want {
 			t.Errorf("%s: room %.2f MiB, want %.2f MiB", c.name, float64(got)/mib, float64(c.want)/mib)
 		}
 	}

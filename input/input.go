@@ -28,7 +28,6 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/read"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awsclient"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
-	"github.com/benthos-kinesis/benthos-kinesis/polling"
 )
 
 // stream is a stream the input reads: its reader, and what the component
@@ -213,79 +212,14 @@ func (in *kinesisInput) where(cfg aws.Config) string {
 	return "region " + cfg.Region
 }
 
-// prepareStream finds the stream (and with fan-out, its consumer) and sets up
-// its reader. With registration none it makes no call at all: the consumer ARN
-// names the stream.
+// prepareStream finds the stream (and with fan-out, its consumer) and sets
+// up its reader, as the configured reader does it (readers.go).
 func (in *kinesisInput) prepareStream(ctx context.Context, env *read.Env, client *kinesis.Client, ref streamRef, where string) (*stream, error) {
 	s := &stream{client: client}
-	c := read.StreamConfig{Name: ref.Name, Client: client}
-	at := time.Now()
-	if in.conf.Reader == readerEFO && in.conf.EFO.Registration == registrationNone {
-		consumer := in.conf.EFO.ConsumerARNs[ref.Name]
-		c.ARN = consumer.StreamARN
-		c.FirstSeen = in.firstSeen(ref.Name, at)
-		c.Publisher = in.efoPublisher(client, consumer.ARN, ref.Name, nil)
-		s.Stream = read.NewStream(env, c)
-		return s, nil
-	}
-	c.Describe = func(ctx context.Context) (awsclient.Stream, error) {
-		return awsclient.DescribeStream(ctx, client, ref, where, "field "+fStreams)
-	}
-	desc, err := c.Describe(ctx)
-	if err != nil {
+	c := read.StreamConfig{Name: ref.Name, Client: client, FirstSeen: time.Now()}
+	if err := in.conf.Reader.open(ctx, in, s, ref, &c, where); err != nil {
 		return nil, err
 	}
-	c.ARN, c.Created = desc.ARN, desc.Created
-	c.FirstSeen = in.firstSeen(ref.Name, at)
-	if in.conf.Reader == readerPolling {
-		c.Publisher = polling.New(client, c.ARN, polling.Options{
-			Interval:     in.conf.PollingInterval,
-			IdleInterval: in.conf.PollingIdle,
-			Limit:        in.conf.PollingLimit,
-			Logger:       in.log,
-			Throttled: func(shardID string) {
-				in.metrics.throttles.Incr(1, ref.Name, shardID)
-			},
-		})
-		s.Stream = read.NewStream(env, c)
-		return s, nil
-	}
-	// Instances on one lease table register the consumer once: the one
-	// that claims the registration in the table; the claim is dropped once
-	// the consumer is there, whoever registered it.
-	wait := efo.WaitOptions{Logger: in.log, Claim: in.coord.ClaimRegistration(c.ARN, in.conf.EFO.ConsumerName)}
-	var consumer efo.Consumer
-	if in.conf.EFO.Registration == registrationLazy {
-		consumer, err = efo.Register(ctx, client, c.ARN, in.conf.EFO.ConsumerName, wait)
-		if err == nil {
-			in.dropClaim(ctx, c.ARN, ref.Name)
-		}
-	} else {
-		consumer, err = efo.Describe(ctx, client, c.ARN, in.conf.EFO.ConsumerName, wait)
-	}
-	if err != nil {
-		return nil, err
-	}
-	in.log.Infof("stream %s: reading through consumer %s", ref.Name, consumer.ARN)
-	if in.conf.EFO.DeregisterOnClose {
-		s.deregister = consumer.ARN
-	}
-	var reregister func(context.Context, string) (string, error)
-	if in.conf.EFO.Registration == registrationLazy {
-		reregister = func(ctx context.Context, stale string) (string, error) {
-			again, err := efo.RegisterAgain(ctx, client, c.ARN, in.conf.EFO.ConsumerName, stale, wait)
-			if err == nil {
-				in.dropClaim(ctx, c.ARN, ref.Name)
-			}
-			if err == nil && in.conf.EFO.DeregisterOnClose {
-				in.connMu.Lock()
-				s.deregister = again.ARN
-				in.connMu.Unlock()
-			}
-			return again.ARN, err
-		}
-	}
-	c.Publisher = in.efoPublisher(client, consumer.ARN, ref.Name, reregister)
 	s.Stream = read.NewStream(env, c)
 	return s, nil
 }

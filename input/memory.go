@@ -20,7 +20,7 @@ import (
 // warnings about them. Without a limit it holds nothing.
 type memoryPlan struct {
 	limit  int64 // memory_limit; 0: none
-	reader string
+	reader *readerKind
 	log    *service.Logger
 	// closing is the input's context: once it ends, a change of the shard
 	// count warns of nothing.
@@ -72,15 +72,15 @@ func newMemoryPlan(ctx context.Context, conf config, log *service.Logger, m *met
 		// quarter of the records' half is for what subscriptions buffer
 		// unread in the transport.
 		records := p.limit / 2
-		if p.reader == readerEFO {
-			p.windowBytes = records / 4
+		if div := p.reader.windowsDiv; div > 0 {
+			p.windowBytes = records / div
 			p.windows = awsclient.NewStreamWindows(p.windowBytes, conf.TLS)
 			records -= p.windowBytes
 		}
 		p.budget = membudget.New(records, func(used int64) { m.bytesInFlight.Set(used) })
 		p.budget.OnStall(budgetStall, func() bool { return p.pulling.Load() > 0 }, p.budgetStalled)
-		if p.reader == readerPolling {
-			p.budget.SetFloor(leastRead) // fan-out takes an event whole
+		if p.reader.floor > 0 {
+			p.budget.SetFloor(p.reader.floor)
 		}
 		m.bytesInFlightLimit.Set(records)
 	}
@@ -126,7 +126,7 @@ func (p *memoryPlan) budgetStalled(granted int64) {
 // 5/8 of memory_limit, goes on the soft limit, both at once; warnOwn
 // warns about it once the count stayed put for ownSettle.
 func (p *memoryPlan) shardsRead(n int) {
-	own := int64(n) * shardOwn(p.reader)
+	own := int64(n) * p.reader.shardOwn
 	room := recordsRoom(p.limit, p.windowBytes, own)
 	p.budget.SetLimit(room)
 	p.metrics.bytesInFlightLimit.Set(room)
@@ -164,7 +164,7 @@ func (p *memoryPlan) warnOwn() {
 	p.own.mu.Lock()
 	defer p.own.mu.Unlock()
 	n, soft := p.own.shards, p.own.soft
-	own := int64(n) * shardOwn(p.reader)
+	own := int64(n) * p.reader.shardOwn
 	if soft == 0 {
 		return // GOMEMLIMIT rules, or the input closed
 	}
@@ -175,7 +175,7 @@ func (p *memoryPlan) warnOwn() {
 	if own > limit/2 && !p.own.warned && time.Since(p.own.warnedAt) >= ownWarnAgain {
 		p.own.warned, p.own.warnedAt = true, time.Now()
 		p.log.Warnf("memory_limit: this input reads %d shards by %s, whose own state (goroutines, connections, buffers: about %d KiB a shard) takes about %s, more than half of memory_limit (%s): the records in flight get only %s of it (kinesis_bytes_in_flight_limit), in smaller reads, and the Go heap little room to grow between collections, so reading slows. A memory_limit of %s or more gives them room; or read fewer shards in each instance (a lease table shares them).",
-			n, p.reader, shardOwn(p.reader)>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, p.windowBytes, own)), mibs(2*own))
+			n, p.reader.name, p.reader.shardOwn>>10, mibs(own), mibs(limit), mibs(recordsRoom(limit, p.windowBytes, own)), mibs(2*own))
 	}
 	if beyond := ownBeyond(limit, own); beyond > 0 && !p.own.raised && time.Since(p.own.raisedAt) >= ownWarnAgain {
 		p.own.raised, p.own.raisedAt = true, time.Now()

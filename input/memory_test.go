@@ -62,7 +62,7 @@ func TestMemoryLimitIsNeverExceeded(t *testing.T) {
 			}
 			// The 32 shards' own state (2 MiB and more) takes the records'
 			// part down to its floor, an eighth of memory_limit.
-			own := shards * shardOwn(reader)
+			own := shards * readerNamed(reader).shardOwn
 			if got, want := m.Counter("kinesis_bytes_in_flight_limit"), recordsRoom(int64(2*limit), windows, own); got != want || want != int64(2*limit)/8 {
 				t.Errorf("kinesis_bytes_in_flight_limit %d with %d shards read, want %d, an eighth of memory_limit", got, shards, want)
 			}

@@ -64,9 +64,6 @@ const (
 
 // Values of enum fields.
 const (
-	readerEFO     = "efo"
-	readerPolling = "polling"
-
 	registrationLazy  = "lazy"
 	registrationEager = "eager"
 	registrationNone  = "none"
@@ -183,13 +180,10 @@ root = if this.type() != "array" && !$s.re_match("^[a-zA-Z0-9_.-]{1,128}$") && !
 			service.NewObjectField(fCredentials, credentialFields()...).
 				Description("Credentials. Without static ones the standard AWS SDK chain applies: environment, shared profile, web identity, container and instance roles.").
 				Advanced(),
-			service.NewStringAnnotatedEnumField(fReader, map[string]string{
-				readerPolling: "GetRecords polling: shared throughput, about 200 ms propagation.",
-				readerEFO:     "Enhanced Fan-Out: a registered stream consumer gets a dedicated 2 MiB/s per shard, records are pushed over HTTP/2 (about 70 ms propagation).",
-			}).
+			service.NewStringAnnotatedEnumField(fReader, readerDocs()).
 				Description("How shards are read.").
-				Default(readerEFO).
-				LintRule(enumLint(fReader, readerEFO, readerPolling)),
+				Default(readerKinds[0].name).
+				LintRule(enumLint(fReader, readerNames()...)),
 			service.NewStringAnnotatedEnumField(fStartFrom, map[string]string{
 				startLatest:      "Records that arrive after the input first starts.",
 				startTrimHorizon: "The oldest records the streams still retain.",
