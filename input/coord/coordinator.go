@@ -12,8 +12,8 @@
 // Lock order: a coordinator serializes its commits with a mutex of its own,
 // taken first; under it, or alone, code holds at most one of the
 // positions' lock and a coordinator's own state locks, never two of them at
-// once. The input's ack trackers' locks are taken under none of these, and
-// take none of them (see ackTracker for what they do take).
+// once. The readers' locks (ack trackers, room ledgers) are taken under
+// none of these, and take none of them (see package read for their order).
 package coord
 
 import (

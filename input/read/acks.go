@@ -33,13 +33,8 @@ type ackTracker struct {
 	// resolved, when set, is told of the records of every batch resolved
 	// (acknowledged or rejected), under the lock: the room ledger must
 	// count them in the same step as pending, or withPending's exited
-	// could give back room a resolve then gives back again.
-	//
-	// So the lock order is: the tracker's lock, then the shard's room
-	// ledger's (roomLedger.resolve, roomLedger.exited), then the memory
-	// budget's (membudget.Budget.Give), then the metrics' own; none of
-	// those calls back into a tracker (the budget runs its callbacks
-	// outside its lock), and no coordinator lock is taken under any.
+	// could give back room a resolve then gives back again. Hence the
+	// package's lock order (see the package comment).
 	resolved func(n int)
 
 	mu      sync.Mutex

@@ -19,6 +19,16 @@
 //     starts the publisher goroutine (publish), joined before run returns,
 //     which hands over one read at a time on an unbuffered channel.
 //   - The ack tracker and the room ledger are shared with the pipeline's
-//     goroutines, which acknowledge: both lock, in that order (tracker, then
-//     ledger, then the memory budget, then the metrics).
+//     goroutines, which acknowledge.
+//
+// Lock order, the one place it is written (TestLockOrder takes every path
+// of it at once, under -race in make test): a shard's ack tracker, then its
+// room ledger (the tracker tells the ledger of what it resolved under its
+// own lock: roomLedger.resolve, roomLedger.exited), then the memory budget
+// (membudget.Budget.Give, Force, SetLimit), then the metrics' own (a gauge
+// set under the budget's lock or the tracker's). Nothing calls back up that
+// order: the budget runs its member-count callback outside its lock (under
+// a lock of its own, taken before its main one), a shard reader tells its
+// grant what was acknowledged after the tracker's lock is let go, and no
+// coordinator lock is taken under any of these.
 package read
