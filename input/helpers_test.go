@@ -1,12 +1,10 @@
 package input
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -174,15 +172,6 @@ func steady(value func() int, quiet time.Duration) func() bool {
 	}
 }
 
-// syncBuf is a bytes.Buffer safe for concurrent use, e.g. a pipeline's logs.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // logLines returns the lines of logs that contain any of words.
 // hasLine reports whether one line of logs holds every part.
 func hasLine(logs string, parts ...string) bool {
@@ -201,7 +190,7 @@ func hasLine(logs string, parts ...string) bool {
 	return false
 }
 
-func logLines(logs *syncBuf, words ...string) []string {
+func logLines(logs *inputtest.Logs, words ...string) []string {
 	var out []string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		for _, w := range words {

@@ -204,7 +204,7 @@ func TestLeasesTableUnreachableResumesWithoutDuplicates(t *testing.T) {
 		}
 		return nil
 	}
-	logs := &syncBuf{}
+	logs := &inputtest.Logs{}
 	p := inputtest.StartPipelineWith(t, yaml, consume, inputtest.Options{Logs: logs})
 	logOnFailure(t, logs, "lease", "level=WARN")
 	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, "outage"))["solo"] == 2 })
@@ -279,7 +279,7 @@ func TestLeasesLapseNeverRereadsAcknowledgedRecords(t *testing.T) {
 		}
 		return out.Consume(ctx, b)
 	}
-	logs := &syncBuf{}
+	logs := &inputtest.Logs{}
 	p := inputtest.StartPipelineWith(t, leaseYAML(srv, via, table, "solo", "reader: polling\npolling: { interval: 200ms }"), consume, inputtest.Options{Logs: logs})
 	logOnFailure(t, logs, "lease", "level=WARN")
 	want := fakeProduce(t, srv, "orders", "a", 20, 4)
@@ -351,7 +351,7 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	fakeProduce(t, srv, "orders", "a", 3000, 4)
 	hold := make(chan struct{})
 	out := &inputtest.Collector{Hold: hold}
-	logs := &syncBuf{}
+	logs := &inputtest.Logs{}
 	inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Logs: logs})
 	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
 	// a's reader is blocked: it reads no more while the output holds.
@@ -506,7 +506,7 @@ func TestLeasesRecreatedStreamIsNotReadUnderAStaleLease(t *testing.T) {
   dynamodb: { table: %s, create: true, endpoint: %s, lease_period: %v, instance_id: a }`, table, d.Endpoint, period),
 		"reader: polling\npolling: { interval: 200ms }\nshard_discovery_interval: 1s")
 	out := &inputtest.Collector{}
-	logs := &syncBuf{}
+	logs := &inputtest.Logs{}
 	inputtest.StartPipelineWith(t, yaml, out.Consume, inputtest.Options{Logs: logs})
 	// The old shard is idle: its lease is held and read, no checkpoint written.
 	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
@@ -631,7 +631,7 @@ func TestLeasesStaleWorkerItemsAreRemoved(t *testing.T) {
 // logOnFailure logs, when t has failed, the lines of logs that contain any of
 // words, errors counted rather than logged (a failing table call logs one at
 // every try).
-func logOnFailure(t *testing.T, logs *syncBuf, words ...string) {
+func logOnFailure(t *testing.T, logs *inputtest.Logs, words ...string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
