@@ -148,8 +148,9 @@ const leastRead = 64 << 10
 // memory_limit, so that many shards still read. Up to about 256 shards in
 // 64 MiB the records keep their whole part: by polling, a smaller room
 // means smaller reads, each a call. Beyond, a heap grown short of room to
-// collect in cost more than the records' room gains (at 512 shards by
-// fan-out in 64 MiB, 26 to 31 µs of CPU a record against 16 to 19).
+// collect in cost more than the records' room gains (figures in
+// cmd/kinesis-bench/BENCHMARKS.md, "Again, with the shards' own state
+// counted").
 func recordsRoom(limit, windows, own int64) int64 {
 	part := limit/2 - windows
 	return max(min(part, part+limit/4-own), limit/8)

@@ -38,11 +38,11 @@ type readerKind struct {
 	open func(ctx context.Context, in *kinesisInput, s *stream, ref streamRef, c *read.StreamConfig, where string) error
 }
 
-// What one shard being read holds besides its records, measured as the
-// resident memory of the binary idle at 512 and 1,024 shards over its
-// memory at 4 (kinesis-bench -idle): 58 to 75 KiB a shard by polling, 61 to
-// 82 KiB by fan-out (three goroutines more, the subscription's HTTP/2
-// stream and the SDK's event stream reader).
+// What one shard being read holds besides its records, as the resident
+// memory of the binary idle at many shards over its memory at 4 measured it
+// (cmd/kinesis-bench/BENCHMARKS.md, "Again, with the shards' own state
+// counted"): fan-out holds more (three goroutines more, the subscription's
+// HTTP/2 stream and the SDK's event stream reader).
 const (
 	shardOwnPolling = 64 << 10
 	shardOwnEFO     = 80 << 10
