@@ -519,20 +519,27 @@ func (v *leaseView) settling(now time.Time) (time.Time, bool) {
 func (v *leaseView) overdue(it lease.Shard, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	at, ok := v.overdueAt(it)
+	return ok && !now.Before(at)
+}
+
+// overdueAt is when a lease, free or once expired, is overdue (see
+// overdue). Must hold v.mu.
+func (v *leaseView) overdueAt(it lease.Shard) (time.Time, bool) {
 	if v.settled.IsZero() {
-		return false
+		return time.Time{}, false
 	}
 	from, ok := v.since[it.ShardID]
 	if it.Owner != "" {
 		from, ok = v.expiresAt(it)
 	}
 	if !ok {
-		return false
+		return time.Time{}, false
 	}
 	if v.settled.After(from) {
 		from = v.settled
 	}
-	return now.Sub(from) >= v.period/2
+	return from.Add(v.period / 2), true
 }
 
 // dwelling reports whether a lease changed hands within dwell of now, as
@@ -637,11 +644,25 @@ func (v *leaseView) removedAt(w lease.Worker, sent time.Time) {
 // confirmed (confirmExpired): that read would only say what the removal
 // already settled, and while it fails (sim seed 87300: a reset, a throttled
 // scan, a slow answer) the lease stays unread.
+//
+// So is a lease this process handed over to a process known dead, not
+// taken up (its counter as the handover left it): its asker never held
+// it, and only a write of the item itself (a take up, which moves the
+// counter, as a take of it does) makes it anyone's; no heartbeat renews
+// it. (Before, such a lease waited for a read of the asker's item after
+// its death, and the asker, cut off from the table, had been handed the
+// lease just after its last heartbeat: the shard was unread for three
+// lease periods. Found by the simulation: seed 70069.)
 func (v *leaseView) outlived(it lease.Shard) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if it.Owner == "" || it.OwnerNonce == "" || v.mine(it) {
 		return false
+	}
+	if h, ok := v.handed[it.ShardID]; ok && sameHolder(h, it) {
+		if _, dead := v.dead[it.Owner][it.OwnerNonce]; dead {
+			return true
+		}
 	}
 	sent, ok := v.removed[it.Owner+"/"+it.OwnerNonce]
 	if !ok {
@@ -652,19 +673,36 @@ func (v *leaseView) outlived(it lease.Shard) bool {
 }
 
 // nextCycle is how long until the next lease cycle: a third of a lease
-// period, or sooner when a lease of another instance would expire before
-// then, so that a dead instance's leases are taken as soon as they expire.
+// period, or sooner when a lease of another instance would expire, or a
+// lease free or expired would be overdue, before then: a dead instance's
+// leases are taken as soon as they expire, and one that the instance the
+// plan gave it to did not take (a new instance waits before it trusts its
+// view) as soon as it is overdue, not up to a third of a lease period
+// later. (Sim seed 70069: a lease handed to an instance cut off from the
+// table just after, whose reader had waited long to settle, was overdue
+// 0.74 s before the next cycle took it, three lease periods after its
+// shard was last read.)
 func (v *leaseView) nextCycle(now time.Time) time.Duration {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	next := v.period / 3
-	for _, it := range v.items {
-		if it.Owner == "" || v.mine(it) || it.Checkpoint.Ended {
-			continue
-		}
-		at, _ := v.expiresAt(it)
+	soon := func(at time.Time) {
 		if d := at.Sub(now); d > 0 && d < next {
 			next = d
+		}
+	}
+	for _, it := range v.items {
+		if v.mine(it) || it.Checkpoint.Ended {
+			continue
+		}
+		if it.Owner != "" {
+			at, _ := v.expiresAt(it)
+			soon(at)
+		}
+		// Overdue, anyone with room takes it: the instance the plan gave
+		// it to may be new and not trust its own view of it yet.
+		if at, ok := v.overdueAt(it); ok {
+			soon(at)
 		}
 	}
 	return max(next+5*time.Millisecond, 10*time.Millisecond)

@@ -253,6 +253,69 @@ func TestLeaseHandedToAProcessKnownDeadExpires(t *testing.T) {
 	}
 }
 
+// TestLeaseHandedToAProcessKnownDeadNeedsNoConfirmation: h hands s0 over
+// to a, whose process is then cut off from the table, and removes a's
+// worker item as dead. s0, not taken up, is taken without a read of a's
+// item to confirm its expiry: a never held it, and only a write of s0's
+// item (which moves its counter) could make it a's. Taken up, s0 is a's as
+// any lease: its expiry is confirmed as usual. (Before, the confirming
+// read of a's item, slow, left s0 unread for three lease periods: sim seed
+// 70069.)
+func TestLeaseHandedToAProcessKnownDeadNeedsNoConfirmation(t *testing.T) {
+	const period = 2 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, takenUp := range []bool{false, true} {
+		v := newLeaseView("h", "nh", period)
+		v.settling(t0)
+		held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
+		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
+		handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
+		v.released(handed, at(0.4))
+		it := handed
+		if takenUp {
+			it.Counter++
+		}
+		v.observe(lease.Scan{Shards: []lease.Shard{it}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(1))
+		if v.outlived(it) {
+			t.Errorf("taken up %v: s0 needs no confirmation while a's process is not known dead", takenUp)
+		}
+		v.removedAt(lease.Worker{ID: "a", Nonce: "na", Counter: 4}, at(2.3))
+		v.forget(lease.Worker{ID: "a", Nonce: "na", Counter: 4}, at(2.31))
+		if got := v.outlived(it); got == takenUp {
+			t.Errorf("taken up %v: s0 needs no confirmation: %v, want %v", takenUp, got, !takenUp)
+		}
+	}
+}
+
+// TestNextCycleComesWhenALeaseIsOverdue: h handed s0 to a, which died
+// before taking it up; once s0 expired to h, h's next cycle comes when s0
+// is overdue (anyone with room takes it then), not a third of a lease
+// period later; once it is overdue, the cycles come as usual.
+func TestNextCycleComesWhenALeaseIsOverdue(t *testing.T) {
+	const period = 3 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	v := newLeaseView("h", "nh", period)
+	v.settling(t0)
+	held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
+	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
+	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
+	handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
+	v.released(handed, at(1))
+	v.forget(lease.Worker{ID: "a", Nonce: "na", Counter: 4}, at(2)) // expired to h at 2 s, overdue at 3.5 s
+	if !v.expired(handed, at(2)) || v.overdue(handed, at(3.4)) || !v.overdue(handed, at(3.5)) {
+		t.Fatal("s0 is not expired at 2 s and overdue from 3.5 s")
+	}
+	if d := v.nextCycle(at(3.1)); d < 400*time.Millisecond || d > 410*time.Millisecond {
+		t.Errorf("at 3.1 s the next cycle comes in %v; want when s0 is overdue, in 0.4 s", d)
+	}
+	if d := v.nextCycle(at(3.6)); d < period/3 {
+		t.Errorf("at 3.6 s, s0 overdue, the next cycle comes in %v; want a third of a lease period", d)
+	}
+}
+
 // TestLeaseHandedToAProcessRemovedByAnotherExpires: h hands s0 over to a,
 // whose process crashed just after its last heartbeat. Another instance,
 // whose scans saw a's worker item unmoved earlier than h's did, removes
