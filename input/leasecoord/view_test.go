@@ -222,13 +222,7 @@ func TestLeaseHandedToAProcessKnownDeadExpires(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	for _, takenUp := range []bool{false, true} {
-		v := newLeaseView("h", "nh", period)
-		v.settling(t0)
-		held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
-		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
-		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
-		handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
-		v.released(handed, at(1))
+		v, handed := handedToA(period, at, 1)
 		it := handed
 		if takenUp {
 			it.Counter++
@@ -266,13 +260,7 @@ func TestLeaseHandedToAProcessKnownDeadNeedsNoConfirmation(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	for _, takenUp := range []bool{false, true} {
-		v := newLeaseView("h", "nh", period)
-		v.settling(t0)
-		held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
-		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
-		v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
-		handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
-		v.released(handed, at(0.4))
+		v, handed := handedToA(period, at, 0.4)
 		it := handed
 		if takenUp {
 			it.Counter++
@@ -297,13 +285,7 @@ func TestNextCycleComesWhenALeaseIsOverdue(t *testing.T) {
 	const period = 3 * time.Second
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	v := newLeaseView("h", "nh", period)
-	v.settling(t0)
-	held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
-	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
-	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
-	handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
-	v.released(handed, at(1))
+	v, handed := handedToA(period, at, 1)
 	v.forget(lease.Worker{ID: "a", Nonce: "na", Counter: 4}, at(2)) // expired to h at 2 s, overdue at 3.5 s
 	if !v.expired(handed, at(2)) || v.overdue(handed, at(3.4)) || !v.overdue(handed, at(3.5)) {
 		t.Fatal("s0 is not expired at 2 s and overdue from 3.5 s")
@@ -357,4 +339,18 @@ func TestLeaseHandedToAProcessRemovedByAnotherExpires(t *testing.T) {
 			t.Errorf("s0, handed to a's process, whose item a stale scan missed at 1.5 s, expired at 2.4 s, before a lease period since the handover")
 		}
 	}
+}
+
+// handedToA is the view of h, which saw a's process beat twice (at 0 and
+// 0.3 s) while it asked for h's lease of s0, and handed s0 over to it at
+// handedAt (seconds): h's view and the item the handover left.
+func handedToA(period time.Duration, at func(float64) time.Time, handedAt float64) (*leaseView, lease.Shard) {
+	v := newLeaseView("h", "nh", period)
+	v.settling(at(0))
+	held := lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", Counter: 26, HandoffTo: "a", HandoffNonce: "na"}
+	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 3}}}, at(0))
+	v.observe(lease.Scan{Shards: []lease.Shard{held}, Workers: []lease.Worker{{ID: "a", Nonce: "na", Counter: 4}}}, at(0.3))
+	handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
+	v.released(handed, at(handedAt))
+	return v, handed
 }
