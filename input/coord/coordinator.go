@@ -42,7 +42,9 @@ type Coordinator interface {
 	Reset(ctx context.Context, created time.Time) error
 	// Pin durably stores where each shard without a checkpoint starts (at
 	// start), before any of them is read. first is set for the stream's
-	// first pin, which another instance may be making already.
+	// first pin, which another instance may be making already. While the
+	// last pin (or a Reset) failed, the stream starts no reader, so Cycle
+	// takes no lease: another instance reads it meanwhile.
 	Pin(ctx context.Context, shards []Shard, start checkpoint.Start, first bool) error
 	// Cycle decides which shards this instance may read now (taking,
 	// asking for and giving up leases), and returns when it wants to

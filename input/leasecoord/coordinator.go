@@ -159,6 +159,11 @@ type leaseCoordinator struct {
 	gone     []string
 	pinWait  time.Time
 	created  time.Time
+	// pinDue is set from a Reset until a pin succeeds, and while the last
+	// pin failed: the stream starts no reader then (see read.Stream's
+	// schedule), so a cycle takes and adopts no lease, which would stay
+	// unread; the other instances read the shards meanwhile.
+	pinDue bool
 	// broken is what is known of the stream's malformed items.
 	broken *brokenItems
 	// listed is the last listing of the stream's shards (see Prune), taken
@@ -278,7 +283,8 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 // pin creates the items of shards without a checkpoint, starting at
 // start. The first pin of a stream whose item another instance wrote first
 // waits (a lease period at most) for that instance's items instead.
-func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) error {
+func (c *leaseCoordinator) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) (err error) {
+	defer func() { c.pinDue = err != nil }()
 	if first && c.clock.Now().Before(c.pinWait) {
 		pinned, err := c.awaitFirstPin(ctx, shards)
 		if err != nil {
@@ -425,6 +431,7 @@ func (c *leaseCoordinator) Reset(ctx context.Context, created time.Time) error {
 	c.unstored = map[string][]string{}
 	c.gone = nil
 	c.pinWait = time.Time{} // whoever pins the new stream first, pins it
+	c.pinDue = true
 	return c.table.ReplaceStream(ctx, lease.Stream{ARN: c.st.ARN, Created: created, Start: c.st.StartFor(true)})
 }
 

@@ -164,6 +164,43 @@ func TestLeaseEndOfTheOldStreamIsNotStoredInTheNewOne(t *testing.T) {
 	}
 }
 
+// TestLeaseNoneIsTakenWhileTheStreamIsNotPinned: after a reset (the
+// stream created again) an instance whose pin fails starts no reader, so
+// it takes no lease either, though the shards' items are in the table: a
+// lease it took would stay unread while another instance could read it.
+// Once its pin succeeds, it takes. (Simulation seed 28566: an instance cut
+// off just after its reset, its pins applied and their answers lost, took
+// a free lease and held it unread for three lease periods.)
+func TestLeaseNoneIsTakenWhileTheStreamIsNotPinned(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	st := &lostStreamWrites{Store: m}
+	a := storeCoordinator(t, st, "a", time.Minute)
+	created := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	st.lose.Store(true)
+	if err := a.Reset(t.Context(), created); err == nil {
+		t.Fatal("the reset's write of the stream item, its answer lost, reported no error")
+	}
+	shards := []coord.Shard{{ID: "s0", StartSeq: "100"}}
+	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
+	if err := a.Pin(t.Context(), shards, start, true); err == nil {
+		t.Fatal("the pin whose stream item write lost its answer reported no error")
+	}
+	if it := itemOf(t, m, "s0"); it.Owner != "" {
+		t.Fatalf("s0's item after a's failed pin: %+v, want it free", it)
+	}
+	a.Cycle(t.Context(), everyShard)
+	if it := itemOf(t, m, "s0"); it.Owner != "" {
+		t.Errorf("a, whose pin failed, took s0 (its item: %+v): no reader of a reads it", it)
+	}
+	st.lose.Store(false)
+	if err := a.Pin(t.Context(), shards, start, true); err != nil {
+		t.Fatal(err)
+	}
+	a.Cycle(t.Context(), everyShard)
+	mustGrant(t, a, "s0")
+}
+
 // TestLeasePinOfAListingBehindKeepsTheNewStreamsItem: b pins shard s0 of
 // the stream created at t2; a, whose listing is behind (it still sees the
 // stream created at t1, deleted since), pins s0 as it started then. a does

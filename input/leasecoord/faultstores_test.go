@@ -109,6 +109,20 @@ func (l *lostAnswers) Hold(ctx context.Context, streamARN, shardID, me string, c
 	return s, err
 }
 
+// lostStreamWrites is a lease table whose writes of the stream's item are
+// applied and their answers lost while lose is set.
+type lostStreamWrites struct {
+	lease.Store
+	lose atomic.Bool
+}
+
+func (l *lostStreamWrites) ReplaceStream(ctx context.Context, s lease.Stream) error {
+	if err := l.Store.ReplaceStream(ctx, s); err != nil || !l.lose.Load() {
+		return err
+	}
+	return context.DeadlineExceeded
+}
+
 // heldHolds is a lease table whose next Hold can be held in flight until
 // released (then it applies).
 type heldHolds struct {
