@@ -494,13 +494,15 @@ func (s *Stream) reset(ctx context.Context) error {
 	for _, cancel := range s.loop.running {
 		cancel(nil)
 	}
-	if err := s.coord.Reset(ctx, created); err != nil {
-		return err
-	}
+	// The checkpoints are forgotten even when the reset's write fails: the
+	// stream is the new one from here on, and its first pin (which writes
+	// the stream's item again) comes at the next discovery.
+	err := s.coord.Reset(ctx, created)
 	s.conf.Created = created
 	s.loop.shards = map[string]shardInfo{}
 	s.loop.firstPin, s.loop.firstStart = true, s.firstStartFor(true)
-	return nil
+	s.loop.unpinned = true
+	return err
 }
 
 // learnChildren records child shards learnt at the end of a parent, so that they are

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
@@ -310,6 +311,102 @@ func TestRecreatedStreamWithRegistrationNone(t *testing.T) {
 		cp, _ := h2.s.pos.Of("shardId-000000000000")
 		t.Fatalf("the recreated stream's records were never read (got %q); its shardId-000000000000 carries the old stream's checkpoint %+v", got, cp)
 	}
+}
+
+// TestStreamCreatedAgainIsPinnedAsNewWhenItsResetFails: the reset of a
+// stream found created again forgets its checkpoints, then writes the new
+// stream's item to the store, and that write can fail (DynamoDB throttled).
+// The next discovery finds no old checkpoint left to tell it the stream is
+// new, so the reset must have made the stream new already: its next pin is
+// the new stream's first (start_from, and the stream's item written again).
+// Before, it pinned the shards from trim_horizon as shards created later,
+// and the lease table's item of the stream stayed the old one's.
+func TestStreamCreatedAgainIsPinnedAsNewWhenItsResetFails(t *testing.T) {
+	t.Parallel()
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	store, err := checkpoint.OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rc := &resetFailing{failResets: 1}
+	h := startStreamHarness(t, srv, store, func(client *kinesis.Client) Publisher {
+		return polling.New(client, srv.StreamARN("orders"), polling.Options{})
+	}, discoverEvery(50*time.Millisecond), func(e *Env) {
+		e.Start, e.Coord = Start{Name: "at_timestamp", At: at}, resetFailingCoordination{e.Coord, rc}
+	})
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { _, ok := h.s.pos.Of("shardId-000000000000"); return ok })
+	if err := srv.DeleteStream("orders"); err != nil {
+		t.Fatal(err)
+	}
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { return srv.CreateStream("orders", 1) == nil })
+	inputtest.WaitUntil(t, 20*time.Second, func() bool { return rc.resets.Load() >= 2 || len(rc.pinned()) > 0 })
+	pins := rc.pinned()
+	want := checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: at})
+	if len(pins) != 1 || !pins[0].first || pins[0].start.Kind != want.Kind || pins[0].start.Timestamp == nil || !pins[0].start.Timestamp.Equal(at) {
+		t.Errorf("after a reset whose write failed, the new stream was pinned as %+v, want one first pin from start_from (%+v)", pins, want)
+	}
+}
+
+// resetFailingCoordination makes its stream's coordinator a resetFailing.
+type resetFailingCoordination struct {
+	coord.Coordination
+	rc *resetFailing
+}
+
+func (c resetFailingCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.Coordinator {
+	c.rc.Coordinator = c.Coordination.Stream(st, pos)
+	return c.rc
+}
+
+// resetFailing is a coordinator whose first failResets resets fail after
+// forgetting the stream (as a lease table's write of the stream item does),
+// and which records the first pin that succeeds after a reset.
+type resetFailing struct {
+	coord.Coordinator
+	failResets int32
+	resets     atomic.Int32
+	mu         sync.Mutex
+	reset      bool // a pin since the last reset is still to come
+	pins       []pinCall
+}
+
+type pinCall struct {
+	first bool
+	start checkpoint.Start
+}
+
+func (r *resetFailing) Reset(ctx context.Context, created time.Time) error {
+	if err := r.Coordinator.Reset(ctx, created); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.reset = true
+	r.mu.Unlock()
+	if r.resets.Add(1) <= r.failResets {
+		return errors.New("injected: the stream item's write failed")
+	}
+	return nil
+}
+
+func (r *resetFailing) Pin(ctx context.Context, shards []coord.Shard, start checkpoint.Start, first bool) error {
+	if err := r.Coordinator.Pin(ctx, shards, start, first); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reset {
+		r.reset = false
+		r.pins = append(r.pins, pinCall{first, start})
+	}
+	return nil
+}
+
+func (r *resetFailing) pinned() []pinCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pins)
 }
 
 // TestChildrenOfTheOldStreamAreIgnored: a reader of the stream before a
