@@ -52,6 +52,14 @@ for the client to trust).
 
   kinesis-emulator -streams orders:4
   kinesis-emulator -tls -tls-cert-file ca.pem -streams orders:4 -produce orders:20
+  kinesis-emulator -streams big:2:max-record-kib=10240,spread:4:auto
+
+A stream of -streams takes options after its shard count, each after a
+colon: max-record-kib=N (its MaxRecordSizeInKiB, 1024 to 10240: records up
+to 10 MiB, as AWS allows since 2025), on-demand (ON_DEMAND mode), auto (an
+ON_DEMAND stream that places records itself, ignoring partition keys, as
+AWS's RecordDistributionStrategy AUTO since 2026). UpdateMaxRecordSize and
+UpdateStreamRecordDistributionStrategy change them while it runs.
 
 Flags:
 `
@@ -65,13 +73,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	var (
 		listen     = fs.String("listen", "127.0.0.1:4568", "address to listen on")
-		streams    = fs.String("streams", "", "streams to create, e.g. orders:4,clicks:2 (name:shards)")
+		streams    = fs.String("streams", "", "streams to create, e.g. orders:4,clicks:2 (name:shards[:option...], options max-record-kib=N, on-demand, auto)")
 		useTLS     = fs.Bool("tls", false, "serve HTTPS with a self-signed certificate and HTTP/2 (as AWS)")
 		certFile   = fs.String("tls-cert-file", "", "with -tls, write the certificate (PEM) here for clients to trust")
 		lifetime   = fs.Duration("subscription-lifetime", 5*time.Minute, "how long a SubscribeToShard stream lasts")
 		activation = fs.Duration("consumer-activation-delay", 3*time.Second, "how long a new consumer stays CREATING")
 		quotas     = fs.Bool("quotas", true, "enforce the AWS read and control-plane quotas")
 		writeQ     = fs.Bool("write-quotas", false, "enforce the per-shard write quotas")
+		advantage  = fs.Bool("on-demand-advantage", false, "the account has On-demand Advantage: 50 fan-out consumers a stream, not 20")
 		region     = fs.String("region", "us-east-1", "region in ARNs")
 		account    = fs.String("account", "000000000000", "account id in ARNs")
 		logLevel   = fs.String("log-level", "info", "debug (every call), info, warn or error")
@@ -107,6 +116,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *useTLS {
 		opts = append(opts, kinesisfake.TLS())
 	}
+	if *advantage {
+		opts = append(opts, kinesisfake.OnDemandAdvantage())
+	}
 	opts = append(opts, presets...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -140,19 +152,49 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// parseStreams parses "orders:4,clicks:2" into Stream options.
+// parseStreams parses "orders:4,big:2:max-record-kib=10240,spread:4:auto"
+// into Stream options.
 func parseStreams(spec string) ([]kinesisfake.Opt, error) {
 	var out []kinesisfake.Opt
 	if strings.TrimSpace(spec) == "" {
 		return nil, nil
 	}
 	for _, item := range strings.Split(spec, ",") {
-		name, count, ok := strings.Cut(strings.TrimSpace(item), ":")
-		n, err := strconv.Atoi(count)
-		if !ok || name == "" || err != nil || n < 1 {
+		parts := strings.Split(strings.TrimSpace(item), ":")
+		var n int
+		var err error
+		if len(parts) >= 2 {
+			n, err = strconv.Atoi(parts[1])
+		}
+		if len(parts) < 2 || parts[0] == "" || err != nil || n < 1 {
 			return nil, fmt.Errorf("%q is not name:shards with shards >= 1", item)
 		}
-		out = append(out, kinesisfake.Stream(name, n))
+		var opts []kinesisfake.StreamOpt
+		for _, o := range parts[2:] {
+			opt, err := parseStreamOption(o)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s: %w", parts[0], err)
+			}
+			opts = append(opts, opt)
+		}
+		out = append(out, kinesisfake.Stream(parts[0], n, opts...))
 	}
 	return out, nil
+}
+
+// parseStreamOption parses one option of a stream of -streams.
+func parseStreamOption(o string) (kinesisfake.StreamOpt, error) {
+	switch key, val, _ := strings.Cut(o, "="); key {
+	case "max-record-kib":
+		kib, err := strconv.Atoi(val)
+		if err != nil || kib < 1024 || kib > 10240 {
+			return nil, fmt.Errorf("max-record-kib=%s: want a number of KiB from 1024 (1 MiB, the default) to 10240 (10 MiB)", val)
+		}
+		return kinesisfake.MaxRecordKiB(kib), nil
+	case "on-demand":
+		return kinesisfake.OnDemand(), nil
+	case "auto":
+		return kinesisfake.AutoDistribution(), nil
+	}
+	return nil, fmt.Errorf("option %q: want max-record-kib=N, on-demand or auto", o)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -44,10 +45,45 @@ func TestParseStreams(t *testing.T) {
 		{"orders:0", 0, false},
 		{":3", 0, false},
 		{"orders:x", 0, false},
+		{"big:2:max-record-kib=10240,spread:4:auto", 2, true},
+		{"od:2:on-demand:max-record-kib=2048", 1, true},
+		{"big:2:max-record-kib=20480", 0, false},
+		{"big:2:max-record-kib=", 0, false},
+		{"big:2:fast", 0, false},
 	} {
 		opts, err := parseStreams(tc.spec)
 		if (err == nil) != tc.ok || len(opts) != tc.n {
 			t.Errorf("%q: %d options, err %v", tc.spec, len(opts), err)
+		}
+	}
+}
+
+// TestStreamOptionsReachTheStream: the options of a stream of -streams are
+// the stream's, as DescribeStreamSummary tells them.
+func TestStreamOptionsReachTheStream(t *testing.T) {
+	t.Parallel()
+	opts, err := parseStreams("big:1:max-record-kib=10240,spread:2:auto,plain:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kinesisfake.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.NewClient()
+	for name, want := range map[string]string{
+		"big":    "PROVISIONED 10240 USER_PARTITION_KEY",
+		"spread": "ON_DEMAND 1024 AUTO",
+		"plain":  "PROVISIONED 1024 USER_PARTITION_KEY",
+	} {
+		out, err := c.DescribeStreamSummary(t.Context(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := out.StreamDescriptionSummary
+		if got := fmt.Sprintf("%s %d %s", d.StreamModeDetails.StreamMode, aws.ToInt32(d.MaxRecordSizeInKiB), d.RecordDistributionStrategy); got != want {
+			t.Errorf("stream %s: %s, want %s", name, got, want)
 		}
 	}
 }
@@ -114,7 +150,7 @@ func TestHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v, want flag.ErrHelp (main exits 0 on it)", err)
 	}
-	for _, want := range []string{"kinesis-emulator runs a local Kinesis", "any credentials", "-produce", "-tls-cert-file", "-streams"} {
+	for _, want := range []string{"kinesis-emulator runs a local Kinesis", "any credentials", "-produce", "-tls-cert-file", "-streams", "max-record-kib=N", "auto", "-on-demand-advantage"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-h lacks %q:\n%s", want, out.String())
 		}

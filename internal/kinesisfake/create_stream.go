@@ -12,13 +12,16 @@ import (
 // ResourceInUseException. The fake does the same; the CREATING time is
 // StreamStatusDelay (default 0, so the stream is ACTIVE at once). A stream has
 // at most 10,000 shards here (LimitExceededException beyond); AWS's limit is
-// an account quota. Tags, encryption, warm throughput and record size options
-// are accepted and ignored.
+// an account quota. MaxRecordSizeInKiB and RecordDistributionStrategy are
+// kept (see stream_props.go); tags, encryption and warm throughput are
+// accepted and ignored.
 
 type createStreamInput struct {
-	StreamName        string
-	ShardCount        *int
-	StreamModeDetails *struct{ StreamMode string }
+	StreamName                 string
+	ShardCount                 *int
+	StreamModeDetails          *struct{ StreamMode string }
+	MaxRecordSizeInKiB         *int
+	RecordDistributionStrategy string
 }
 
 const (
@@ -53,14 +56,25 @@ func (s *Server) createStream(c *call) (any, error) {
 	default:
 		return nil, errf(CodeValidation, "1 validation error detected: Value '%s' at 'streamModeDetails.streamMode' failed to satisfy constraint: Member must satisfy enum value set: [PROVISIONED, ON_DEMAND]", mode)
 	}
+	props := defaultProps()
+	props.onDemand = mode == "ON_DEMAND"
+	if in.MaxRecordSizeInKiB != nil {
+		props.maxRecordKiB = *in.MaxRecordSizeInKiB
+	}
+	if in.RecordDistributionStrategy != "" {
+		props.distribution = in.RecordDistributionStrategy
+	}
 	return nil, s.doErr(func(st *state, now time.Time) *apiError {
-		_, err := st.createStream(in.StreamName, n, now, false)
+		_, err := st.createStream(in.StreamName, n, props, now, false)
 		return err
 	})
 }
 
 // createStream adds a stream with n shards; immediate makes it ACTIVE at once.
-func (st *state) createStream(name string, n int, now time.Time, immediate bool) (*stream, *apiError) {
+func (st *state) createStream(name string, n int, props streamProps, now time.Time, immediate bool) (*stream, *apiError) {
+	if err := props.check(name); err != nil {
+		return nil, err
+	}
 	if n < 1 {
 		return nil, errf(CodeValidation, "1 validation error detected: Value '%d' at 'shardCount' failed to satisfy constraint: Member must have value greater than or equal to 1", n)
 	}
@@ -76,6 +90,7 @@ func (st *state) createStream(name string, n int, now time.Time, immediate bool)
 		serial:   st.nextSerial,
 		created:  now,
 		activeAt: now,
+		props:    props,
 	}
 	if !immediate {
 		sm.activeAt = now.Add(st.s.cfg.streamDelay)
@@ -94,11 +109,11 @@ func (st *state) createStream(name string, n int, now time.Time, immediate bool)
 	return sm, nil
 }
 
-func (st *state) presetStream(name string, n int, now time.Time) error {
-	if err := validName("streamName", name); err != nil {
+func (st *state) presetStream(p presetStream, now time.Time) error {
+	if err := validName("streamName", p.name); err != nil {
 		return err
 	}
-	if _, err := st.createStream(name, n, now, true); err != nil {
+	if _, err := st.createStream(p.name, p.shards, p.props(), now, true); err != nil {
 		return err
 	}
 	return nil

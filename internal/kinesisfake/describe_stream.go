@@ -67,7 +67,7 @@ func (s *Server) describeStream(c *call) (any, error) {
 			StreamName:              sm.name,
 			StreamARN:               sm.arn,
 			StreamStatus:            sm.status(now),
-			StreamModeDetails:       provisioned,
+			StreamModeDetails:       streamModeJSON{sm.props.mode()},
 			Shards:                  shards,
 			HasMoreShards:           i < len(sm.shards),
 			RetentionPeriodHours:    24,

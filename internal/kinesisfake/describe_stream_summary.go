@@ -9,8 +9,9 @@ import (
 // AWS describes a stream without its shards, in any status, and allows 20
 // calls per second per account (LimitExceededException beyond). The fake does
 // the same. Retention is reported as 24 hours (the fake trims only on a
-// test's TrimShard), the mode as PROVISIONED, encryption as NONE;
-// ConsumerCount counts registered consumers in every status.
+// test's TrimShard), encryption as NONE; the mode, MaxRecordSizeInKiB and
+// RecordDistributionStrategy as the stream has them; ConsumerCount counts
+// registered consumers in every status.
 
 type describeStreamSummaryInput struct {
 	StreamName string
@@ -18,23 +19,23 @@ type describeStreamSummaryInput struct {
 }
 
 type streamSummaryJSON struct {
-	StreamName              string
-	StreamARN               string
-	StreamStatus            string
-	StreamModeDetails       streamModeJSON
-	RetentionPeriodHours    int
-	StreamCreationTimestamp epochTime
-	EnhancedMonitoring      []enhancedMonitoringJSON
-	EncryptionType          string
-	OpenShardCount          int
-	ConsumerCount           int
+	StreamName                 string
+	StreamARN                  string
+	StreamStatus               string
+	StreamModeDetails          streamModeJSON
+	RetentionPeriodHours       int
+	StreamCreationTimestamp    epochTime
+	EnhancedMonitoring         []enhancedMonitoringJSON
+	EncryptionType             string
+	OpenShardCount             int
+	ConsumerCount              int
+	MaxRecordSizeInKiB         int
+	RecordDistributionStrategy string
 }
 
 type streamModeJSON struct{ StreamMode string }
 
 type enhancedMonitoringJSON struct{ ShardLevelMetrics []string }
-
-var provisioned = streamModeJSON{"PROVISIONED"}
 
 func (s *Server) describeStreamSummary(c *call) (any, error) {
 	var in describeStreamSummaryInput
@@ -51,16 +52,18 @@ func (s *Server) describeStreamSummary(c *call) (any, error) {
 			return err
 		}
 		out.StreamDescriptionSummary = streamSummaryJSON{
-			StreamName:              sm.name,
-			StreamARN:               sm.arn,
-			StreamStatus:            sm.status(now),
-			StreamModeDetails:       provisioned,
-			RetentionPeriodHours:    24,
-			StreamCreationTimestamp: epochTime{sm.created},
-			EnhancedMonitoring:      []enhancedMonitoringJSON{{ShardLevelMetrics: []string{}}},
-			EncryptionType:          "NONE",
-			OpenShardCount:          len(sm.openShards()),
-			ConsumerCount:           len(sm.consumers),
+			StreamName:                 sm.name,
+			StreamARN:                  sm.arn,
+			StreamStatus:               sm.status(now),
+			StreamModeDetails:          streamModeJSON{sm.props.mode()},
+			RetentionPeriodHours:       24,
+			StreamCreationTimestamp:    epochTime{sm.created},
+			EnhancedMonitoring:         []enhancedMonitoringJSON{{ShardLevelMetrics: []string{}}},
+			EncryptionType:             "NONE",
+			OpenShardCount:             len(sm.openShards()),
+			ConsumerCount:              len(sm.consumers),
+			MaxRecordSizeInKiB:         sm.props.maxRecordKiB,
+			RecordDistributionStrategy: sm.props.distribution,
 		}
 		return nil
 	})

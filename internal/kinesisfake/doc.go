@@ -21,8 +21,8 @@
 //
 // CreateStream, DeleteStream, DescribeStream, DescribeStreamSummary,
 // ListStreams, ListShards, PutRecord, PutRecords, GetShardIterator,
-// GetRecords, SplitShard, MergeShards, UpdateShardCount,
-// RegisterStreamConsumer, DescribeStreamConsumer, ListStreamConsumers,
+// GetRecords, SplitShard, MergeShards, UpdateShardCount, UpdateMaxRecordSize,
+// UpdateStreamRecordDistributionStrategy, RegisterStreamConsumer, DescribeStreamConsumer, ListStreamConsumers,
 // DeregisterStreamConsumer and SubscribeToShard. Each lives in a file of its
 // own that starts with a "Behavior:" comment saying what AWS does and what the
 // fake does where they differ or AWS is vague. Other operations answer
@@ -51,7 +51,11 @@
 // # Options (timing knobs and switches)
 //
 //   - ListenAddr(addr), TLS(), Region(r), Account(id), Logger(l)
-//   - Stream(name, shards): streams created ACTIVE at New
+//   - Stream(name, shards, opts...): streams created ACTIVE at New; opts
+//     MaxRecordKiB(kib) (records up to 10 MiB, since 2025), OnDemand() and
+//     AutoDistribution() (records placed by the stream, since 2026; see
+//     stream_props.go)
+//   - OnDemandAdvantage(): 50 consumers a stream instead of 20
 //   - Quotas(on): AWS quotas, default on; WriteQuotas(on): per-shard write
 //     quotas, default off so tests can load data quickly
 //   - StreamStatusDelay(d): time CREATING, UPDATING (after a reshard) and

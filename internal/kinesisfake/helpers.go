@@ -11,13 +11,13 @@ import (
 // faults, and are safe for concurrent use. Errors are the API errors the
 // matching operation would answer (their text starts with the code).
 
-// CreateStream creates an ACTIVE stream with n shards.
-func (s *Server) CreateStream(name string, n int) error {
+// CreateStream creates an ACTIVE stream with n shards; opts as Stream's.
+func (s *Server) CreateStream(name string, n int, opts ...StreamOpt) error {
 	return s.doErr(func(st *state, now time.Time) *apiError {
 		if err := validName("streamName", name); err != nil {
 			return err
 		}
-		_, err := st.createStream(name, n, now, true)
+		_, err := st.createStream(name, n, applyStreamOpts(opts), now, true)
 		return err
 	})
 }
@@ -52,6 +52,9 @@ func (s *Server) put(stream, pk string, explicit *string, data []byte) (shardID,
 	err = s.doErr(func(st *state, now time.Time) *apiError {
 		sm, err := st.readableStream(streamRef{Name: stream}, now)
 		if err != nil {
+			return err
+		}
+		if err := sm.checkRecordSize("", data); err != nil {
 			return err
 		}
 		sh, rec, err := st.put(sm, pk, explicit, data, now, false)

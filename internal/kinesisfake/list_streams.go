@@ -71,7 +71,7 @@ func (s *Server) listStreams(c *call) (any, error) {
 				StreamName:              name,
 				StreamARN:               sm.arn,
 				StreamStatus:            sm.status(now),
-				StreamModeDetails:       provisioned,
+				StreamModeDetails:       streamModeJSON{sm.props.mode()},
 				StreamCreationTimestamp: epochTime{sm.created},
 			})
 		}

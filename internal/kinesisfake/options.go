@@ -34,6 +34,10 @@ type config struct {
 
 	shardEndWithRecords bool
 
+	// advantage: the account has On-demand Advantage (50 consumers a
+	// stream).
+	advantage bool
+
 	// otherAccount: the streams belong to another account than the caller's
 	// (see OtherAccount).
 	otherAccount bool
@@ -51,6 +55,17 @@ type config struct {
 type presetStream struct {
 	name   string
 	shards int
+	opts   []StreamOpt
+}
+
+func (p presetStream) props() streamProps { return applyStreamOpts(p.opts) }
+
+func applyStreamOpts(opts []StreamOpt) streamProps {
+	props := defaultProps()
+	for _, o := range opts {
+		o(&props)
+	}
+	return props
 }
 
 func defaultConfig() config {
@@ -98,13 +113,28 @@ func Account(id string) Opt { return func(c *config) { c.acct = id } }
 // owner's calls, are served as before.
 func OtherAccount() Opt { return func(c *config) { c.otherAccount = true } }
 
+// OnDemandAdvantage gives the account On-demand Advantage (an account
+// setting since late 2025): a stream takes up to 50 registered consumers
+// instead of 20.
+func OnDemandAdvantage() Opt { return func(c *config) { c.advantage = true } }
+
+// consumerLimit is how many consumers a stream takes.
+func (c *config) consumerLimit() int {
+	if c.advantage {
+		return maxConsumersAdvantage
+	}
+	return maxConsumers
+}
+
 // OnRequest calls f with the operation and headers of every request, before
 // it is served: what a test needs to see how calls are signed.
 func OnRequest(f func(op string, h http.Header)) Opt { return func(c *config) { c.onRequest = f } }
 
-// Stream creates an ACTIVE stream with the given number of shards at New.
-func Stream(name string, shards int) Opt {
-	return func(c *config) { c.streams = append(c.streams, presetStream{name, shards}) }
+// Stream creates an ACTIVE stream with the given number of shards at New;
+// opts set its record size and placement (default: PROVISIONED, records up
+// to 1 MiB, placed by partition key).
+func Stream(name string, shards int, opts ...StreamOpt) Opt {
+	return func(c *config) { c.streams = append(c.streams, presetStream{name, shards, opts}) }
 }
 
 // Quotas turns the AWS service quotas on or off (default on): per-shard

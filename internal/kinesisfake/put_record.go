@@ -11,9 +11,11 @@ import (
 // ExplicitHashKey), stores the record in the open shard owning that key with
 // a sequence number above every earlier one of the shard and an
 // ApproximateArrivalTimestamp, and returns the shard id and sequence number.
-// Data is at most 1 MiB, the partition key 1 to 256 characters
-// (ValidationException otherwise). With write quotas a shard takes 1,000
-// records and 1 MiB per second (ProvisionedThroughputExceededException beyond).
+// Data is at most the stream's MaxRecordSizeInKiB (1 MiB by default, 10 MiB
+// at most), the partition key 1 to 256 characters (ValidationException
+// otherwise). An AUTO stream ignores the keys and places the record itself
+// (see stream_props.go). With write quotas a shard takes 1,000 records and 1
+// MiB per second (ProvisionedThroughputExceededException beyond).
 // The fake does the same; write quotas are off unless WriteQuotas(true).
 // SequenceNumberForOrdering is accepted and ignored: sequence numbers always
 // grow within a shard here.
@@ -33,7 +35,9 @@ type putRecordOutput struct {
 	EncryptionType string
 }
 
-const maxRecordSize = 1 * mib
+// maxRecordSize is the largest record data the API takes at all; each
+// stream takes at most its MaxRecordSizeInKiB.
+const maxRecordSize = maxRecordKiB << 10
 
 func (s *Server) putRecord(c *call) (any, error) {
 	var in putRecordInput
@@ -47,6 +51,9 @@ func (s *Server) putRecord(c *call) (any, error) {
 	err := s.doErr(func(st *state, now time.Time) *apiError {
 		sm, err := st.readableStream(streamRef{in.StreamName, in.StreamARN}, now)
 		if err != nil {
+			return err
+		}
+		if err := sm.checkRecordSize("", in.Data); err != nil {
 			return err
 		}
 		sh, rec, err := st.put(sm, in.PartitionKey, in.ExplicitHashKey, in.Data, now, st.s.cfg.writeQuotas)
@@ -82,18 +89,9 @@ func validRecord(prefix, pk string, data []byte, explicit *string) *apiError {
 // put stores one record. With quotas it charges the shard's write budget and
 // answers ProvisionedThroughputExceededException when it is spent.
 func (st *state) put(sm *stream, pk string, explicit *string, data []byte, now time.Time, quotas bool) (*shard, *record, *apiError) {
-	var k hashKey
-	if explicit != nil {
-		var ok bool
-		if k, ok = parseHashKey(*explicit); !ok {
-			return nil, nil, errf(CodeInvalidArgument, "Invalid ExplicitHashKey %s.", *explicit)
-		}
-	} else {
-		k = partitionHash(pk)
-	}
-	sh := sm.shardFor(k)
-	if sh == nil {
-		return nil, nil, errf(CodeInternalFailure, "No open shard owns hash key %s in stream %s.", k, sm.name)
+	sh, err := st.placeRecord(sm, pk, explicit)
+	if err != nil {
+		return nil, nil, err
 	}
 	if quotas {
 		size := float64(len(data) + len(pk))
@@ -106,6 +104,31 @@ func (st *state) put(sm *stream, pk string, explicit *string, data []byte, now t
 		bytes.charge(now, size)
 	}
 	return sh, st.appendRecord(sh, pk, data, now), nil
+}
+
+// placeRecord picks the open shard a record goes to: the one owning its hash
+// key, or on an AUTO stream the next in turn.
+func (st *state) placeRecord(sm *stream, pk string, explicit *string) (*shard, *apiError) {
+	if sm.props.distribution == distributionAuto {
+		if sh := sm.autoShard(); sh != nil {
+			return sh, nil
+		}
+		return nil, errf(CodeInternalFailure, "No open shard in stream %s.", sm.name)
+	}
+	var k hashKey
+	if explicit != nil {
+		var ok bool
+		if k, ok = parseHashKey(*explicit); !ok {
+			return nil, errf(CodeInvalidArgument, "Invalid ExplicitHashKey %s.", *explicit)
+		}
+	} else {
+		k = partitionHash(pk)
+	}
+	sh := sm.shardFor(k)
+	if sh == nil {
+		return nil, errf(CodeInternalFailure, "No open shard owns hash key %s in stream %s.", k, sm.name)
+	}
+	return sh, nil
 }
 
 func writeThrottled(st *state, sh *shard) *apiError {

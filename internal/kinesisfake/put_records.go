@@ -7,7 +7,8 @@ import (
 
 // Behavior: PutRecords.
 //
-// AWS stores up to 500 records (at most 5 MiB in all) as PutRecord would, each
+// AWS stores up to 500 records (at most 10 MiB in all, since the 10 MiB
+// records of 2025; 5 MiB before) as PutRecord would, each
 // on its own: the response lists, in request order, a shard id and sequence
 // number or an ErrorCode and ErrorMessage per record, and FailedRecordCount.
 // A constraint violated by any entry fails the whole request. With write
@@ -40,7 +41,7 @@ type putRecordsOutput struct {
 
 const (
 	maxPutRecordsEntries = 500
-	maxPutRecordsBytes   = 5 * mib
+	maxPutRecordsBytes   = 10 * mib
 )
 
 func (s *Server) putRecords(c *call) (any, error) {
@@ -59,13 +60,18 @@ func (s *Server) putRecords(c *call) (any, error) {
 		total += len(r.Data) + len(r.PartitionKey)
 	}
 	if total > maxPutRecordsBytes {
-		return nil, errf(CodeInvalidArgument, "Records size exceeds 5 MB limit")
+		return nil, errf(CodeInvalidArgument, "Records size exceeds 10 MB limit")
 	}
 	out := putRecordsOutput{Records: make([]putRecordsEntryJSON, len(in.Records)), EncryptionType: "NONE"}
 	err := s.doErr(func(st *state, now time.Time) *apiError {
 		sm, err := st.readableStream(streamRef{in.StreamName, in.StreamARN}, now)
 		if err != nil {
 			return err
+		}
+		for i, r := range in.Records {
+			if err := sm.checkRecordSize("records."+strconv.Itoa(i+1)+".member.", r.Data); err != nil {
+				return err
+			}
 		}
 		for i, r := range in.Records {
 			sh, rec, err := st.put(sm, r.PartitionKey, r.ExplicitHashKey, r.Data, now, st.s.cfg.writeQuotas)

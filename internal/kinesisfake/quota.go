@@ -64,22 +64,23 @@ func (b *bucket) waitFor(now time.Time, n float64) time.Duration {
 const (
 	mib = 1 << 20
 
-	getRecordsTPS      = 5       // per shard
-	getRecordsBytesPS  = 2 * mib // per shard, shared by all polling readers
-	getShardIterTPS    = 5       // per shard
-	subscribeTPS       = 1       // per consumer per shard
-	subscribeBytesPS   = 2 * mib // per consumer per shard
-	registerTPS        = 5       // per account
-	maxCreating        = 5       // consumers CREATING at once, per account
-	maxConsumers       = 20      // per stream
-	describeConsTPS    = 20      // per stream
-	listConsumersTPS   = 5       // per stream
-	deregisterTPS      = 5       // per account
-	describeSummaryTPS = 20      // per account
-	describeStreamTPS  = 10      // per account
-	listShardsTPS      = 1000    // per stream
-	putRecordsPS       = 1000    // per shard
-	putBytesPS         = 1 * mib // per shard
+	getRecordsTPS         = 5       // per shard
+	getRecordsBytesPS     = 2 * mib // per shard, shared by all polling readers
+	getShardIterTPS       = 5       // per shard
+	subscribeTPS          = 1       // per consumer per shard
+	subscribeBytesPS      = 2 * mib // per consumer per shard
+	registerTPS           = 5       // per account
+	maxCreating           = 5       // consumers CREATING at once, per account
+	maxConsumers          = 20      // per stream
+	maxConsumersAdvantage = 50      // per stream, with On-demand Advantage
+	describeConsTPS       = 20      // per stream
+	listConsumersTPS      = 5       // per stream
+	deregisterTPS         = 5       // per account
+	describeSummaryTPS    = 20      // per account
+	describeStreamTPS     = 10      // per account
+	listShardsTPS         = 1000    // per stream
+	putRecordsPS          = 1000    // per shard
+	putBytesPS            = 1 * mib // per shard
 )
 
 // limit spends one token of the TPS bucket named key when quotas are on; it

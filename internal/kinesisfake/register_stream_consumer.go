@@ -11,9 +11,11 @@ import (
 // the stream ARN + "/consumer/<name>:<creation epoch seconds>". A name already
 // registered (in any status) is a ResourceInUseException. Quotas: 5 calls per
 // second per account, at most 5 consumers CREATING at once per account and at
-// most 20 consumers per stream (LimitExceededException). The fake does the
+// most 20 consumers per stream, 50 on an account with On-demand Advantage
+// (LimitExceededException). The fake does the
 // same; the CREATING time is ConsumerActivationDelay, and the consumer-count
-// limits are quotas (off with Quotas(false)).
+// limits are quotas (off with Quotas(false)); OnDemandAdvantage raises the
+// per-stream one.
 
 type registerStreamConsumerInput struct {
 	StreamARN    string
@@ -58,8 +60,8 @@ func (st *state) registerConsumer(sm *stream, name string, now time.Time, activa
 		return nil, errf(CodeResourceInUse, "Consumer %s under stream %s already exists for account %s.", name, sm.name, st.s.cfg.acct)
 	}
 	if quotas {
-		if len(sm.consumers) >= maxConsumers {
-			return nil, errf(CodeLimitExceeded, "Stream %s under account %s already has %d registered consumers.", sm.name, st.s.cfg.acct, maxConsumers)
+		if limit := st.s.cfg.consumerLimit(); len(sm.consumers) >= limit {
+			return nil, errf(CodeLimitExceeded, "Stream %s under account %s already has %d registered consumers.", sm.name, st.s.cfg.acct, limit)
 		}
 		creating := 0
 		for _, other := range st.streams {

@@ -76,7 +76,7 @@ func New(opts ...Opt) (*Server, error) {
 	}
 	s.st = newState(s)
 	for _, p := range cfg.streams {
-		if err := s.st.presetStream(p.name, p.shards, s.now()); err != nil {
+		if err := s.st.presetStream(p, s.now()); err != nil {
 			return nil, fmt.Errorf("kinesisfake: stream %s: %w", p.name, err)
 		}
 	}

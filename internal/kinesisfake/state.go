@@ -38,6 +38,9 @@ type stream struct {
 
 	shards    []*shard // by index: shard i is shardId-<i>
 	consumers []*consumer
+
+	props    streamProps
+	autoNext int // the turn of the next record of an AUTO stream
 }
 
 type shard struct {
