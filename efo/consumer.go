@@ -196,6 +196,11 @@ func waitActive(ctx context.Context, api ConsumerAPI, streamARN, name string, re
 				}
 			}
 			rerr := registerOnce(ctx, api, streamARN, name)
+			if awserr.Is(rerr, "LimitExceededException") {
+				if full, ok := streamFull(ctx, api, streamARN, name); ok {
+					return Consumer{}, fmt.Errorf("%s: RegisterStreamConsumer: %w (%s)", what, rerr, full)
+				}
+			}
 			switch {
 			case rerr == nil:
 				opts.Logger.Infof("registered %s", what)

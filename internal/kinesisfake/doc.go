@@ -22,10 +22,11 @@
 // CreateStream, DeleteStream, DescribeStream, DescribeStreamSummary,
 // ListStreams, ListShards, PutRecord, PutRecords, GetShardIterator,
 // GetRecords, SplitShard, MergeShards, UpdateShardCount, UpdateMaxRecordSize,
-// UpdateStreamRecordDistributionStrategy, RegisterStreamConsumer, DescribeStreamConsumer, ListStreamConsumers,
-// DeregisterStreamConsumer and SubscribeToShard. Each lives in a file of its
-// own that starts with a "Behavior:" comment saying what AWS does and what the
-// fake does where they differ or AWS is vague. Other operations answer
+// UpdateStreamRecordDistributionStrategy, RegisterStreamConsumer,
+// DescribeStreamConsumer, ListStreamConsumers, DeregisterStreamConsumer,
+// DescribeAccountSettings and SubscribeToShard. Each lives in a file of its
+// own that starts with a "Behavior:" comment saying what AWS does and what
+// the fake does where they differ or AWS is vague. Other operations answer
 // UnknownOperationException. Streams are named by StreamName or StreamARN
 // wherever AWS accepts either; ARNs are
 // arn:aws:kinesis:<region>:<account>:stream/<name> (Region and Account

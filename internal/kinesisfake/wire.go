@@ -74,6 +74,7 @@ func init() {
 		"DescribeStreamConsumer":                 (*Server).describeStreamConsumer,
 		"ListStreamConsumers":                    (*Server).listStreamConsumers,
 		"DeregisterStreamConsumer":               (*Server).deregisterStreamConsumer,
+		"DescribeAccountSettings":                (*Server).describeAccountSettings,
 	}
 }
 
