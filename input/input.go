@@ -197,6 +197,9 @@ func (in *kinesisInput) readEnv() *read.Env {
 			ReplayNacks: in.conf.ReplayNacks,
 			Deaggregate: in.conf.Deaggregate,
 			Discovery:   in.conf.DiscoveryInterval,
+			// DescribeStreamSummary allows 20 calls a second per
+			// account, shared by every instance and stream.
+			Placement: max(time.Minute, in.conf.DiscoveryInterval),
 		},
 		Start: start,
 		Coord: in.coord,

@@ -133,7 +133,7 @@ func (in *kinesisInput) describe(ctx context.Context, s *stream, ref streamRef, 
 	if err != nil {
 		return err
 	}
-	c.ARN, c.Created = desc.ARN, desc.Created
+	c.ARN, c.Created, c.AutoPlacement = desc.ARN, desc.Created, desc.AutoPlacement
 	c.FirstSeen = in.firstSeen(c.Name, c.FirstSeen)
 	return nil
 }

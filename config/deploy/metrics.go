@@ -13,6 +13,7 @@ var (
 	bytesRead          = newCounter("kinesis_bytes_read", "stream", "shard")
 	millisBehind       = newGauge("kinesis_millis_behind_latest", "stream", "shard")
 	streamMillisBehind = newGauge("kinesis_stream_millis_behind_latest", "stream")
+	autoPlacement      = newGauge("kinesis_stream_auto_placement", "stream")
 	throttles          = newCounter("kinesis_throttles", "stream", "shard")
 	subscriptionErrors = newCounter("kinesis_subscription_errors", "stream", "shard", "class")
 	shardStopped       = newGauge("kinesis_shard_stopped", "stream", "shard")

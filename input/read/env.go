@@ -49,6 +49,10 @@ type Limits struct {
 	// Discovery is how often a stream's shards are listed
 	// (shard_discovery_interval).
 	Discovery time.Duration
+	// Placement is how often, at most, a discovery describes the stream
+	// again to learn how it places records (see placement.go); zero: at
+	// every discovery.
+	Placement time.Duration
 }
 
 // Start is where the shards of the input's very first start are read from

@@ -67,15 +67,24 @@ type streamHarness struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	got   []string // data of every message acknowledged
-	sizes []int    // size of every batch handed out
+	mu      sync.Mutex
+	got     []string // data of every message acknowledged
+	flagged []string // data of those flagged out of their shard's range
+	sizes   []int    // size of every batch handed out
 }
 
 func (h *streamHarness) data() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.got...)
+}
+
+// outOfRange returns the data of the messages flagged out of their
+// shard's range.
+func (h *streamHarness) outOfRange() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.flagged...)
 }
 
 // stop ends the reader as Close does: stop, wait, commit.
@@ -92,10 +101,19 @@ func (h *streamHarness) stop(t *testing.T) {
 // fake's client, edits change the Env.
 func startStreamHarness(t *testing.T, srv *kinesisfake.Server, store checkpoint.Store, mk func(*kinesis.Client) Publisher, edits ...func(*Env)) *streamHarness {
 	t.Helper()
+	return startStreamHarnessWith(t, srv, store, mk, func(*StreamConfig) {}, edits...)
+}
+
+// startStreamHarnessWith is startStreamHarness whose stream config edit
+// changes first.
+func startStreamHarnessWith(t *testing.T, srv *kinesisfake.Server, store checkpoint.Store, mk func(*kinesis.Client) Publisher, edit func(*StreamConfig), edits ...func(*Env)) *streamHarness {
+	t.Helper()
 	out := make(chan Delivery)
 	env := testEnv(store, out, edits...)
 	client := srv.NewClient()
-	h := &streamHarness{s: NewStream(env, StreamConfig{Name: "orders", ARN: srv.StreamARN("orders"), Client: client, Publisher: mk(client)})}
+	conf := StreamConfig{Name: "orders", ARN: srv.StreamARN("orders"), Client: client, Publisher: mk(client)}
+	edit(&conf)
+	h := &streamHarness{s: NewStream(env, conf)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if err := h.s.Load(ctx); err != nil {
@@ -113,6 +131,9 @@ func startStreamHarness(t *testing.T, srv *kinesisfake.Server, store checkpoint.
 				for _, m := range d.Batch() {
 					b, _ := m.AsBytes()
 					h.got = append(h.got, string(b))
+					if v, ok := m.MetaGetMut(metaOutOfRange); ok && v == true {
+						h.flagged = append(h.flagged, string(b))
+					}
 				}
 				h.mu.Unlock()
 				d.Ack(nil)

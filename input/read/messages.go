@@ -3,6 +3,7 @@ package read
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -73,6 +74,9 @@ type metaCache struct {
 type keyCheck struct {
 	hashRange kpl.HashKeyRange
 	known     bool
+	// auto is set while the stream places records itself: nothing is
+	// checked then (see placement.go).
+	auto *atomic.Bool
 	// outOfRange is told of the first user record out of the shard's range
 	// (to warn once per shard) and counts every one.
 	outOfRange func(seq string, sub uint64, key string)
@@ -108,6 +112,7 @@ func newConverter(s *Stream, log shardLog, info shardInfo, resume *checkpoint.Po
 			c.log.Warnf("hash key range %s-%s: %v; user records of aggregates are not checked against it", info.hashLow, info.hashHigh, err)
 		}
 	}
+	c.keys.auto = &s.placement.auto
 	c.keys.outOfRange = func(seq string, sub uint64, key string) {
 		c.metrics.outOfRange.Incr(1, c.stream, c.shardID)
 		if s.warnOutOfRange(info.id) {
@@ -239,7 +244,7 @@ func (c *converter) userRecords(msgs service.MessageBatch, max int, millis any) 
 		u := o.agg.Record(o.next)
 		m := c.message(o.rec, u.Data, u.PartitionKey, o.seqMeta, millis)
 		m.MetaSetMut(metaSubSequence, strconv.FormatUint(u.SubSequence, 10))
-		if c.keys.known {
+		if c.keys.known && !c.keys.auto.Load() {
 			if hk, err := u.HashKey(); err == nil && !c.keys.hashRange.Contains(hk) {
 				m.MetaSetMut(metaOutOfRange, true)
 				c.keys.outOfRange(o.seq, u.SubSequence, hk.String())

@@ -13,6 +13,7 @@ type Metrics struct {
 	recordsRead, bytesRead     *service.MetricCounter
 	outOfRange                 *service.MetricCounter
 	millisBehind, streamBehind *service.MetricGauge // streamBehind: by stream only, the most of its shards
+	autoPlacement              *service.MetricGauge // by stream only
 	pastCheckpoint             *service.MetricGauge
 	unacknowledged             *service.MetricGauge // records handed out, not yet acknowledged
 	// expired counts starts refused because their record passed the
@@ -35,6 +36,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		outOfRange:      metricdef.OutOfRange.Counter(m),
 		millisBehind:    metricdef.MillisBehind.Gauge(m),
 		streamBehind:    metricdef.StreamBehind.Gauge(m),
+		autoPlacement:   metricdef.AutoPlacement.Gauge(m),
 		pastCheckpoint:  metricdef.PastCheckpoint.Gauge(m),
 		unacknowledged:  metricdef.Unacknowledged.Gauge(m),
 		expired:         metricdef.Expired.Counter(m),

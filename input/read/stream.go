@@ -47,6 +47,9 @@ type Stream struct {
 
 	// health tells whether the stream can be read (see health.go).
 	health streamHealth
+
+	// placement is how the stream places records (see placement.go).
+	placement placement
 }
 
 // runState is what the run loop of a stream owns.
@@ -137,8 +140,13 @@ type StreamConfig struct {
 	// Publisher reads a shard's records: polling or fan-out.
 	Publisher Publisher
 	// Describe describes the stream again, for the creation time of a
-	// stream found deleted and created again; nil with registration none.
+	// stream found deleted and created again and for how it places
+	// records; nil with registration none.
 	Describe func(context.Context) (awsclient.Stream, error)
+	// AutoPlacement: the stream placed records itself when described
+	// (see placement.go); false with registration none, which describes
+	// nothing.
+	AutoPlacement bool
 }
 
 // NewStream returns the reader of one stream; Load, then Run, read it.
@@ -183,6 +191,8 @@ func (s *Stream) Load(ctx context.Context) error {
 	}
 	s.loop.firstPin, s.loop.firstStart = first.Due, first.Start
 	s.loaded(first)
+	s.placement.describedAt = time.Now()
+	s.notePlacement(s.conf.AutoPlacement, true)
 	s.events = make(chan shardEvent)
 	s.loop.shards = map[string]shardInfo{}
 	s.loop.running = map[string]context.CancelCauseFunc{}
@@ -329,6 +339,7 @@ func (s *Stream) discover(ctx context.Context) error {
 		known[sh.id] = sh
 	}
 	s.checkListing(known)
+	s.describePlacement(ctx, time.Now())
 	if s.reused(known) {
 		if err := s.reset(ctx); err != nil {
 			return err

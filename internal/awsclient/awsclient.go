@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/awserr"
@@ -192,6 +193,13 @@ func ParseStreamRef(s string) (StreamRef, string, error) {
 type Stream struct {
 	ARN     string
 	Created time.Time
+	// AutoPlacement: the stream places records itself
+	// (RecordDistributionStrategy AUTO, on-demand streams since 2026):
+	// partition keys do not choose shards.
+	AutoPlacement bool
+	// MaxRecordKiB is the largest record the stream takes, in KiB (1,024
+	// to 10,240 since 2025); 1,024 when not reported.
+	MaxRecordKiB int
 }
 
 // DescribeStream finds a stream and checks that it can be read. where says
@@ -227,7 +235,15 @@ func DescribeStream(ctx context.Context, client *kinesis.Client, ref StreamRef, 
 	default:
 		return Stream{}, fmt.Errorf("stream %s in %s is %s, not ACTIVE: waiting for it", ref, where, status)
 	}
-	return Stream{ARN: *sum.StreamARN, Created: aws.ToTime(sum.StreamCreationTimestamp)}, nil
+	kib := int(aws.ToInt32(sum.MaxRecordSizeInKiB))
+	if kib <= 0 {
+		kib = 1024
+	}
+	return Stream{
+		ARN: *sum.StreamARN, Created: aws.ToTime(sum.StreamCreationTimestamp),
+		AutoPlacement: sum.RecordDistributionStrategy == kinesistypes.RecordDistributionStrategyAuto,
+		MaxRecordKiB:  kib,
+	}, nil
 }
 
 // DynamoDB returns a DynamoDB client of cfg, at endpoint when it is set.

@@ -49,6 +49,7 @@ var (
 	BytesRead       = define("kinesis_bytes_read", KindCounter, "bytes of Kinesis record data read", "stream", "shard")
 	MillisBehind    = define("kinesis_millis_behind_latest", KindGauge, "how far the shard's last read was behind its tip", "stream", "shard")
 	StreamBehind    = define("kinesis_stream_millis_behind_latest", KindGauge, "the most behind of the stream's shards", "stream")
+	AutoPlacement   = define("kinesis_stream_auto_placement", KindGauge, "1 while the stream places records itself (record distribution AUTO: no order per partition key, aggregates' user records not checked against their shard's range), 0 while partition keys place them", "stream")
 	Throttles       = define("kinesis_throttles", KindCounter, "GetRecords calls Kinesis throttled (polling)", "stream", "shard")
 	Subscriptions   = define("kinesis_subscriptions", KindCounter, "fan-out subscriptions opened, the first of each read of a shard (a reader started, a lease taken)", "stream", "shard")
 	Resubscriptions = define("kinesis_resubscriptions", KindCounter, "fan-out subscriptions renewed (each ends after 5 minutes, or on an error)", "stream", "shard")
