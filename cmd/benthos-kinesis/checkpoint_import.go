@@ -62,6 +62,7 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	}
 	var got map[string]imported
 	var looked string
+	var aside []string // what the table held besides positions of the stream
 	switch from {
 	case fromOwnTable:
 		got, looked, err = fromLeaseGroup(ctx, awsclient.DynamoDB(t.cfg, endpoint), table, c.String("from-group"), t)
@@ -76,15 +77,17 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 			}
 			initial = &ts
 		}
-		got, looked, err = fromKCL(items, t, initial, time.Now())
+		var kcl kclTable
+		kcl, err = fromKCL(items, t, initial, time.Now())
+		got, looked, aside = kcl.leases, kcl.looked, kcl.asideSaid()
 		if err == nil {
 			err = kclLive(ctx, got, func() (map[string]imported, error) {
 				items, err := scanAll(ctx, awsclient.DynamoDB(t.cfg, endpoint), table)
 				if err != nil {
 					return nil, err
 				}
-				again, _, err := fromKCL(items, t, initial, time.Now())
-				return again, err
+				again, err := fromKCL(items, t, initial, time.Now())
+				return again.leases, err
 			}, c.Duration("kcl-failover-time"), stderrOf(c))
 		}
 	}
@@ -95,6 +98,9 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 		return fmt.Errorf("--from-table %s holds no position of stream %s (%s)", table, t.streamARN, looked)
 	}
 	if len(got) == 0 {
+		if len(aside) > 0 {
+			looked += "; " + strings.Join(aside, ", ")
+		}
 		return fmt.Errorf("--from-table %s holds no position of stream %s (%d items, none with %s)", table, t.streamARN, len(items), looked)
 	}
 	var held []string
@@ -141,6 +147,9 @@ func importCheckpoints(ctx context.Context, c *cli.Context, t streamTarget) erro
 	fmt.Fprintf(t.out, "Imported the positions of %d shards of stream %s from %s table %s into the %s.\n", n, t.streamARN, from, table, w.where)
 	for _, n := range notes {
 		fmt.Fprintln(t.out, n)
+	}
+	if len(aside) > 0 {
+		fmt.Fprintf(t.out, "Left aside, as no position of this stream: %s.\n", strings.Join(aside, ", "))
 	}
 	var rows []shardRow
 	for id, cp := range changes {
@@ -339,22 +348,73 @@ func fromAWSKinesis(items []map[string]types.AttributeValue, t streamTarget, str
 	return nil, looked, nil
 }
 
+// kclTable is what fromKCL found in a KCL application's table.
+type kclTable struct {
+	leases map[string]imported // by shard id
+	looked string              // what a lease of the stream looks like
+	// aside counts the items that are no lease of the stream: by
+	// entityType (KCL 3.5 keeps worker metrics and coordinator state in
+	// the lease table), and leases of other streams.
+	aside map[string]int
+}
+
+// kclEntities names the kinds of item a KCL 3.5 table holds besides
+// leases, by entityType.
+var kclEntities = map[string]string{
+	"WORKER_METRIC_STATS":      "worker metrics",
+	"LEADER":                   "coordinator state (leader lock)",
+	"CLIENT_VERSION_MIGRATION": "coordinator state (KCL 2.x to 3.x migration)",
+	"TABLE_MIGRATION":          "coordinator state (migration to one table)",
+	"STREAM":                   "coordinator state (stream)",
+}
+
+// otherStream is aside's key for leases of other streams, or items that
+// are no lease at all.
+const otherStream = ""
+
+// asideSaid words what was left aside, one phrase per kind.
+func (k kclTable) asideSaid() []string {
+	var out []string
+	for _, kind := range slices.Sorted(maps.Keys(k.aside)) {
+		n := fmt.Sprintf("%d items", k.aside[kind])
+		if k.aside[kind] == 1 {
+			n = "1 item"
+		}
+		switch what, known := kclEntities[kind]; {
+		case kind == otherStream:
+			out = append(out, n+" of other streams, or no leases")
+		case known:
+			out = append(out, fmt.Sprintf("%s of %s (entityType %s)", n, what, kind))
+		default:
+			out = append(out, fmt.Sprintf("%s of entityType %s, unknown to this import", n, kind))
+		}
+	}
+	return out
+}
+
 // fromKCL reads the lease table of a KCL application: leaseKey the shard id
 // (or account:stream:creation epoch:shard id in multi-stream mode),
 // checkpoint the last record processed or a sentinel, and
 // checkpointSubSequenceNumber the last user record processed within it.
 // KCL reads on after that user record, and so does the input: the position
 // sits inside the record, whose earlier user records (or, for a record that
-// is no aggregate, the record itself) are skipped.
-func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *time.Time, now time.Time) (map[string]imported, string, error) {
+// is no aggregate, the record itself) are skipped. A KCL 3.5 table also
+// holds worker metrics and coordinator state, each item with an entityType
+// (LEASE for a lease; KCL 2.x and 3.0-3.4 leases have none): only leases
+// are read, the rest counted.
+func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *time.Time, now time.Time) (kclTable, error) {
 	name := streamName(t.streamARN)
 	account := ""
 	if a, err := arn.Parse(t.streamARN); err == nil {
 		account = a.AccountID
 	}
 	looked := fmt.Sprintf("a leaseKey of a shard id, or %s:%s:<epoch>:<shard id>", account, name)
-	out := map[string]imported{}
+	out := kclTable{leases: map[string]imported{}, looked: looked, aside: map[string]int{}}
 	for _, it := range items {
+		if et := attrS(it, "entityType"); et != "" && et != "LEASE" {
+			out.aside[et]++
+			continue
+		}
 		key := attrS(it, "leaseKey")
 		shardID := ""
 		switch parts := strings.Split(key, ":"); {
@@ -363,17 +423,18 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 		case len(parts) == 4 && parts[1] == name && (parts[0] == account || account == ""):
 			shardID = parts[3]
 		default:
+			out.aside[otherStream]++
 			continue
 		}
 		what := "item leaseKey " + key
 		cp := checkpoint.Checkpoint{Start: checkpoint.Start{Kind: shard.TrimHorizon.String()}}
 		v, err := strictS(it, "checkpoint", what)
 		if err != nil {
-			return nil, looked, err
+			return out, err
 		}
 		owner, err := strictS(it, "leaseOwner", what)
 		if err != nil {
-			return nil, looked, err
+			return out, err
 		}
 		switch v {
 		case "TRIM_HORIZON":
@@ -383,14 +444,14 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 			cp.Start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: now})
 		case "AT_TIMESTAMP":
 			if initial == nil {
-				return nil, looked, fmt.Errorf("shard %s: checkpoint AT_TIMESTAMP: the application's initial timestamp is not in the table; give it with --kcl-initial-timestamp", shardID)
+				return out, fmt.Errorf("shard %s: checkpoint AT_TIMESTAMP: the application's initial timestamp is not in the table; give it with --kcl-initial-timestamp", shardID)
 			}
 			cp.Start = checkpoint.FromShard(shard.Start{Kind: shard.AtTimestamp, Timestamp: *initial})
 		case "SHARD_END":
 			cp.Ended = true
 		default:
 			if !shard.ValidSequence(v) {
-				return nil, looked, fmt.Errorf("shard %s: checkpoint %q is neither a sequence number nor one of TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END", shardID, v)
+				return out, fmt.Errorf("shard %s: checkpoint %q is neither a sequence number nor one of TRIM_HORIZON, LATEST, AT_TIMESTAMP, SHARD_END", shardID, v)
 			}
 			var sub int64
 			switch n := it["checkpointSubSequenceNumber"].(type) {
@@ -398,10 +459,10 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 			case *types.AttributeValueMemberN:
 				var err error
 				if sub, err = strconv.ParseInt(n.Value, 10, 64); err != nil || sub < 0 {
-					return nil, looked, fmt.Errorf("shard %s: checkpointSubSequenceNumber %q is not a user record index", shardID, n.Value)
+					return out, fmt.Errorf("shard %s: checkpointSubSequenceNumber %q is not a user record index", shardID, n.Value)
 				}
 			default:
-				return nil, looked, fmt.Errorf("%s: attribute checkpointSubSequenceNumber is of type %s (%s), expected N (the index of the last user record processed)", what, lease.AttrType(n), lease.AttrValue(n))
+				return out, fmt.Errorf("%s: attribute checkpointSubSequenceNumber is of type %s (%s), expected N (the index of the last user record processed)", what, lease.AttrType(n), lease.AttrValue(n))
 			}
 			cp.Position = &checkpoint.Position{Sequence: v, SubSequence: sub, Partial: true}
 		}
@@ -409,9 +470,9 @@ func fromKCL(items []map[string]types.AttributeValue, t streamTarget, initial *t
 		if owner != "" {
 			im.kclOwner, im.kclCounter = owner, lease.AttrValue(it["leaseCounter"])
 		}
-		out[shardID] = im
+		out.leases[shardID] = im
 	}
-	return out, looked, nil
+	return out, nil
 }
 
 // maxKCLFailover bounds --kcl-failover-time: KCL applications set

@@ -121,6 +121,41 @@ func TestCheckpointImport(t *testing.T) {
 		}
 	})
 
+	t.Run("KCL 3.5 single table into the local store", func(t *testing.T) {
+		t.Parallel()
+		// KCL 3.5 keeps its leases (entityType LEASE; one written by an
+		// earlier KCL has none), its workers' metrics and its coordinator
+		// state in one table, keyed by leaseKey, as its DAOs write them.
+		createTable(t, "kcl35-app", "leaseKey")
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": s0, "checkpoint": "SHARD_END", "entityType": "LEASE"}, map[string]string{"leaseCounter": "40", "checkpointSubSequenceNumber": "0", "throughput": "0"})
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": s1, "checkpoint": seqs["a1-4"], "entityType": "LEASE"}, map[string]string{"leaseCounter": "41", "checkpointSubSequenceNumber": "0", "throughput": "812.5"})
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": s2, "checkpoint": seqs["agg"]}, map[string]string{"leaseCounter": "42", "checkpointSubSequenceNumber": "1"})
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": s3, "checkpoint": "TRIM_HORIZON", "entityType": "LEASE"}, map[string]string{"leaseCounter": "3"})
+		for _, w := range []string{"ip-10-0-1-17.ec2.internal", "ip-10-0-2-9.ec2.internal"} {
+			putItem(t, "kcl35-app", map[string]string{"leaseKey": w, "entityType": "WORKER_METRIC_STATS"}, map[string]string{"lut": "1764892800"})
+		}
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": "Migration3.0", "entityType": "CLIENT_VERSION_MIGRATION", "cv": "CLIENT_VERSION_3x"}, nil)
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": "TableMigration3.5", "entityType": "TABLE_MIGRATION", "tms": "COMPLETE"}, nil)
+		// A lease of another stream of a multi-stream application.
+		putItem(t, "kcl35-app", map[string]string{"leaseKey": "000000000000:clicks:1700000000:" + s0, "checkpoint": "TRIM_HORIZON", "entityType": "LEASE"}, map[string]string{"leaseCounter": "1"})
+		cpDir := filepath.Join(dir, "kcl35-cp")
+		out, err := importCmd("--dir", cpDir, "--from", "kcl", "--from-table", "kcl35-app")
+		if err != nil || !strings.Contains(out, "Imported the positions of 4 shards") {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		for _, want := range []string{"Left aside, as no position of this stream:", "1 item of coordinator state (KCL 2.x to 3.x migration) (entityType CLIENT_VERSION_MIGRATION)",
+			"1 item of coordinator state (migration to one table) (entityType TABLE_MIGRATION)", "2 items of worker metrics (entityType WORKER_METRIC_STATS)", "1 item of other streams, or no leases"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the import's output lacks %q:\n%s", want, out)
+			}
+		}
+		want := append(append(append(append(names("a1", 5, 9), names("b1", 0, 9)...), "g2-2", "g2-3"), names("q2", 0, 2)...), names("k3", 0, 9)...)
+		p := startPipeline(t, bin, srv, ca, "dir: "+cpDir, "kcl35-run")
+		if got := datas(p.stopAfter(len(want))); !sameSet(got, want) {
+			t.Fatalf("after the import the run read %v, want exactly %v", got, want)
+		}
+	})
+
 	t.Run("KCL into a lease table", func(t *testing.T) {
 		t.Parallel()
 		createTable(t, "kcl-app", "leaseKey")
