@@ -204,12 +204,6 @@ type reader struct {
 	sized       int
 }
 
-// firstCostPerByte stands for costPerByte before a shard's first event
-// with records: 200-byte records cost about 3 times their message bytes
-// (base64 data, sequence number and time in JSON, against their decoded
-// form and their Benthos message), larger ones less.
-const firstCostPerByte = 4
-
 // inUseWarnEvery: a hand-over takes a few seconds; this many refusals in a
 // row mean something else holds the shard.
 const inUseWarnEvery = 10
@@ -375,15 +369,16 @@ func (r *reader) subscribe(ctx context.Context, deliver shard.Deliver) (bool, er
 }
 
 // take takes room from the budget for a message of n bytes about to be
-// decoded: n times what the shard's messages cost per byte so far.
+// decoded: what its records are expected to cost (shard.MessageCost, at
+// what the shard's messages cost per byte so far).
 func (r *reader) take(ctx context.Context, n int) (int64, error) {
 	if r.room == nil {
 		return 0, nil
 	}
 	if r.costPerByte <= 0 {
-		r.costPerByte = firstCostPerByte
+		r.costPerByte = shard.FirstCostPerByte
 	}
-	want := max(int64(float64(n)*r.costPerByte), 1)
+	want := shard.MessageCost(int64(n), r.costPerByte)
 	r.sized = n
 	return r.room.Take(ctx, want, want)
 }

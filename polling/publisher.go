@@ -5,6 +5,8 @@ package polling
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/internal/backoff"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/logging"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/pace"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/sdkopt"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/shard"
 )
 
@@ -142,16 +145,28 @@ type reader struct {
 	iteratorAt time.Time
 	backoff    backoff.Backoff
 	failures   int
-	// recordSize is the bytes of a record (data and partition key), averaged
-	// over the reads so far; 0 before the first record.
+	// est is what the shard's records and answers were like so far.
+	est estimates
+	// gap is the wait between the starts of this shard's calls: Interval,
+	// doubled by each empty read at the tip up to IdleInterval.
+	gap time.Duration
+}
+
+// estimates are what a reader learnt of its shard's records, to size its
+// calls and the room it takes for them.
+type estimates struct {
+	// recordSize is the bytes of a record (data and partition key),
+	// averaged over the reads so far; 0 before the first record.
 	recordSize float64
 	// recordCost is what a record costs of the budget (shard.Cost), the
 	// most of the last read's average and the average so far; 0 before
 	// the first record.
 	recordCost int64
-	// gap is the wait between the starts of this shard's calls: Interval,
-	// doubled by each empty read at the tip up to IdleInterval.
-	gap time.Duration
+	// perByte is what records cost per byte of the answer that carried
+	// them (see shard.MessageCost); 0 before the first record.
+	perByte float64
+	// body is the length of the last answer (BodyGate), -1 when unknown.
+	body int64
 }
 
 // idle takes in a read's outcome and returns the gap between the start of
@@ -191,10 +206,10 @@ func (r *reader) limit() int32 {
 // size is the expected bytes of a record: the average so far, or
 // assumedRecordSize before the first.
 func (r *reader) size() float64 {
-	if r.recordSize <= 0 {
+	if r.est.recordSize <= 0 {
 		return assumedRecordSize
 	}
-	return r.recordSize
+	return r.est.recordSize
 }
 
 // iteratorFresh is how old an iterator may be when a call is made with it:
@@ -209,7 +224,7 @@ func (r *reader) take(ctx context.Context) (taken int64, limit int32, err error)
 	if r.room == nil {
 		return 0, limit, nil
 	}
-	one := r.recordCost
+	one := r.est.recordCost
 	if one <= 0 {
 		one = assumedRecordSize + shard.RecordOverhead + 64
 	}
@@ -238,13 +253,56 @@ func (r *reader) observe(recs []types.Record) {
 		bytes += len(recs[i].Data) + len(aws.ToString(recs[i].PartitionKey))
 	}
 	size := float64(bytes) / float64(len(recs))
-	if r.recordSize == 0 {
-		r.recordSize = size
+	if r.est.recordSize == 0 {
+		r.est.recordSize = size
 	} else {
-		r.recordSize = (r.recordSize + size) / 2
+		r.est.recordSize = (r.est.recordSize + size) / 2
 	}
-	cost := shard.Cost(recs) / int64(len(recs))
-	r.recordCost = max(cost, (r.recordCost+cost)/2)
+	total := shard.Cost(recs)
+	cost := total / int64(len(recs))
+	r.est.recordCost = max(cost, (r.est.recordCost+cost)/2)
+	if r.est.body > 0 {
+		// As the fan-out reader learns it: the most of this answer's and
+		// a quarter less than before.
+		r.est.perByte = max(float64(total)/float64(r.est.body), r.est.perByte*3/4)
+	}
+}
+
+// bodyGate is the gate of a GetRecords answer (sdkopt.BodyGate): once its
+// length n is known and before its body is read, the room its records are
+// expected to cost is taken, if more than the room taken for the call,
+// waiting for it if it must. A stream takes records of up to 10 MiB (since 2025):
+// one of them comes in an answer of any Limit, and without the gate a
+// shard would read it unannounced and force it on the budget, several
+// shards at once. The call's time-out (call) is held while the gate waits
+// for the pipeline, and starts again for the body.
+func (r *reader) bodyGate(ctx context.Context, call *time.Timer, taken *int64) func(n int64) error {
+	return func(n int64) error {
+		r.est.body = n
+		if r.room == nil {
+			return nil
+		}
+		perByte := r.est.perByte
+		if perByte <= 0 {
+			perByte = shard.FirstCostPerByte
+		}
+		want := shard.MessageCost(n, perByte)
+		if want <= *taken {
+			return nil
+		}
+		if !call.Stop() {
+			return errCallTimedOut // the time-out came first: the call ends
+		}
+		defer call.Reset(r.opts.CallTimeout)
+		// All of it at once, the room taken for the call given back
+		// first: a read that needs more than the whole budget gets it
+		// once nothing else is in use, which this one's room would never
+		// let happen.
+		r.room.Give(*taken)
+		var err error
+		*taken, err = r.room.Take(ctx, want, want)
+		return err
+	}
 }
 
 func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
@@ -285,13 +343,8 @@ func (r *reader) run(ctx context.Context, deliver shard.Deliver) error {
 		}
 		r.pacer.Done(r.shardID)
 		called := time.Now()
-		cctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
-		out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
-			ShardIterator: aws.String(r.iterator),
-			Limit:         aws.Int32(limit),
-			StreamARN:     aws.String(r.stream),
-		}, noSDKRetries)
-		cancel()
+		r.est.body = -1
+		out, err := r.getRecords(ctx, limit, &taken)
 		if err != nil {
 			r.giveBack(taken)
 			if awserr.Is(err, "ExpiredIteratorException") {
@@ -402,6 +455,42 @@ func (r *reader) retry(ctx context.Context, op string, err error) error {
 		r.opts.Logger.Warnf("shard %s: %s failed (%d of %d tries), retrying: %v", r.shardID, op, r.failures, r.opts.RetryLimit, err)
 	}
 	return r.backoff.Wait(ctx)
+}
+
+// errCallTimedOut ends a GetRecords call that got no answer, or no body,
+// within CallTimeout.
+var errCallTimedOut = errors.New("no answer within the call's time-out")
+
+// callTimeout is the error of a call that errCallTimedOut ended: a
+// deadline the reader retries, not its context's end.
+type callTimeout struct {
+	after time.Duration
+	err   error
+}
+
+func (e *callTimeout) Error() string {
+	return fmt.Sprintf("GetRecords: no answer within %v: %v", e.after, e.err)
+}
+
+func (e *callTimeout) Unwrap() error { return context.DeadlineExceeded }
+
+// getRecords makes one GetRecords call of limit records, within
+// CallTimeout but for the time its gate waits for room (bodyGate), which
+// adds what it takes to taken.
+func (r *reader) getRecords(ctx context.Context, limit int32, taken *int64) (*kinesis.GetRecordsOutput, error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	call := time.AfterFunc(r.opts.CallTimeout, func() { cancel(errCallTimedOut) })
+	defer call.Stop()
+	out, err := r.api.GetRecords(cctx, &kinesis.GetRecordsInput{
+		ShardIterator: aws.String(r.iterator),
+		Limit:         aws.Int32(limit),
+		StreamARN:     aws.String(r.stream),
+	}, noSDKRetries, sdkopt.BodyGate(r.bodyGate(ctx, call, taken)))
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errCallTimedOut) {
+		err = &callTimeout{after: r.opts.CallTimeout, err: err}
+	}
+	return out, err
 }
 
 // noSDKRetries leaves retrying to the reader, which keeps the per-shard call

@@ -22,9 +22,10 @@ import (
 var buildMemLoad = sync.OnceValues(func() (string, error) { return goBuild("./testdata/memload", "memload") })
 
 // memLoad is a running testdata/memload: a fake Kinesis with stream orders
-// of memShards shards, serving TLS, and its producer.
+// of shards shards, serving TLS, and its producer.
 type memLoad struct {
 	t        *testing.T
+	shards   int
 	endpoint string
 	region   string
 	caFile   string
@@ -37,18 +38,25 @@ type memLoad struct {
 
 func startMemLoad(t *testing.T, dir string) *memLoad {
 	t.Helper()
+	return startMemLoadWith(t, dir, memShards, memRecordSize)
+}
+
+// startMemLoadWith starts memload with a stream of shards shards, records
+// of recordSize bytes, and more flags (e.g. -max-record-kib).
+func startMemLoadWith(t *testing.T, dir string, shards, recordSize int, flags ...string) *memLoad {
+	t.Helper()
 	bin, err := buildMemLoad()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &memLoad{t: t, caFile: filepath.Join(dir, "ca.pem"), manifest: filepath.Join(dir, "produced.txt"),
+	l := &memLoad{t: t, shards: shards, caFile: filepath.Join(dir, "ca.pem"), manifest: filepath.Join(dir, "produced.txt"),
 		log: filepath.Join(dir, "memload.log")}
 	logFile, err := os.Create(l.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-shards", strconv.Itoa(memShards), "-record-size", strconv.Itoa(memRecordSize),
-		"-ca-file", l.caFile, "-manifest", l.manifest)
+	cmd := exec.Command(bin, append([]string{"-shards", strconv.Itoa(shards), "-record-size", strconv.Itoa(recordSize),
+		"-ca-file", l.caFile, "-manifest", l.manifest}, flags...)...)
 	cmd.Stderr = logFile
 	if l.in, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -115,12 +123,19 @@ func (l *memLoad) subscriptions() int {
 func (l *memLoad) waitSubscribed(logPath string) {
 	l.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for n := l.subscriptions(); n < memShards; n = l.subscriptions() {
+	for n := l.subscriptions(); n < l.shards; n = l.subscriptions() {
 		if time.Now().After(deadline) {
-			l.t.Fatalf("%d of %d shards subscribed within 30s; log:\n%s", n, memShards, memLog(logPath))
+			l.t.Fatalf("%d of %d shards subscribed within 30s; log:\n%s", n, l.shards, memLog(logPath))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// big writes one record of size bytes to each of the first shards shards,
+// all at once.
+func (l *memLoad) big(shards, size int) {
+	l.t.Helper()
+	l.call(fmt.Sprintf("big %d %d", shards, size), "big")
 }
 
 // produce writes backlog records at once, then rate records per second until

@@ -5,9 +5,14 @@ import (
 	"fmt"
 )
 
-// MaxRecordSize is the largest Kinesis record: its data plus its partition
-// key may not exceed 1 MiB.
+// MaxRecordSize is the largest record of a stream by default: its data
+// plus its partition key may not exceed 1 MiB. Since October 2025 a stream
+// may take records of up to MaxStreamRecordSize (its MaxRecordSizeInKiB):
+// a Builder for such a stream sets MaxSize.
 const MaxRecordSize = 1 << 20
+
+// MaxStreamRecordSize is the largest record any stream takes (10 MiB).
+const MaxStreamRecordSize = 10 << 20
 
 // Aggregate is a packed aggregated record, ready to be put to Kinesis as one
 // record.

@@ -339,6 +339,16 @@ func (b *Budget) Give(n int64) {
 	b.put(n)
 }
 
+// Waiting is how many takes wait for room now.
+func (b *Budget) Waiting() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
+}
+
 // Used is the bytes in use now.
 func (b *Budget) Used() int64 {
 	if b == nil {

@@ -31,14 +31,18 @@ func FastRecords(o *kinesis.Options) {
 }
 
 // maxEventBytes bounds the buffer made ahead for an event message: a
-// SubscribeToShard event holds at most about 1 MiB of records (as JSON,
-// base64 data: under 2 MiB); a length beyond this is left to the decoder,
-// which rejects what is malformed.
+// SubscribeToShard event holds about 1 MiB of records, or one record of up
+// to 10 MiB on a stream that takes them (since 2025: as JSON, base64 data,
+// under 14 MiB); a length beyond this is left to the decoder, which
+// rejects what is malformed.
 const maxEventBytes = 16 << 20
 
 type recordsProtocol struct {
 	smithyhttp.ClientProtocol
 	gate *EventGate // nil: events are decoded as the SDK asks
+	// body, when set, is told a GetRecords answer's length before its
+	// body is read (see BodyGate).
+	body func(n int64) error
 
 	// Event messages of the one subscription this instance serves.
 	events  *eventstream.Decoder
@@ -50,6 +54,11 @@ func (p *recordsProtocol) DeserializeResponse(ctx context.Context, schema *smith
 	o, ok := out.(*kinesis.GetRecordsOutput)
 	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
+	}
+	if p.body != nil && resp.ContentLength > 0 {
+		if err := p.body(resp.ContentLength); err != nil {
+			return &smithy.DeserializationError{Err: err}
+		}
 	}
 	// A buffer of the body's size, garbage once decoded: kept in a pool,
 	// the bodies of every shard would stay live between calls and raise
@@ -142,6 +151,26 @@ func (p *recordsProtocol) DeserializeEventMessage(schema *smithy.Schema, reg *sm
 		return nil, err
 	}
 	return p.ClientProtocol.DeserializeEventMessage(schema, reg, &frame)
+}
+
+// BodyGate has one GetRecords call tell gate the length of its answer
+// (its Content-Length) once the answer's headers came and before its body
+// is read, so that the caller can take room for the records first: a
+// stream of records up to 10 MiB answers up to 10 MiB whatever Limit asked
+// for. While gate runs, the body waits in the connection (HTTP/2 flow
+// control stops the sender). An error from gate fails the call with it,
+// the body unread. The call decodes records as FastRecords does.
+func BodyGate(gate func(n int64) error) func(*kinesis.Options) {
+	return func(o *kinesis.Options) {
+		inner := o.Protocol
+		if rp, ok := inner.(*recordsProtocol); ok {
+			inner = rp.ClientProtocol
+		}
+		if inner == nil {
+			inner = awsjson.New11(schemas.Kinesis_20131202)
+		}
+		o.Protocol = &recordsProtocol{ClientProtocol: inner, body: gate}
+	}
 }
 
 // EventGate paces the decoding of one subscription's events. The SDK's

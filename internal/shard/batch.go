@@ -84,3 +84,32 @@ func Settle(room Room, taken, cost int64) int64 {
 	}
 	return cost
 }
+
+// FirstCostPerByte is what a read's records are taken to cost per byte of
+// the message that carries them (a GetRecords answer, a fan-out event)
+// before the shard's first records: 200-byte records cost about 3 times
+// their message bytes (base64 data, sequence number and time in JSON,
+// against their decoded form and their Benthos message), larger ones less.
+const FirstCostPerByte = 4
+
+// ordinaryMessage bounds the message of records up to 1 MiB each: a
+// GetRecords answer the polling reader asks for (about 1 MiB of records)
+// or a fan-out event of such records, as JSON with base64 data.
+const ordinaryMessage = 2 << 20
+
+// largeCostPerByte is what the records of a message cost per byte beyond
+// ordinaryMessage: only records larger than 1 MiB (streams take up to 10
+// MiB since 2025) make a message that large, and such records cost about
+// their data, three quarters of their base64 (a kibibyte of overhead is
+// nothing beside them).
+const largeCostPerByte = 0.8
+
+// MessageCost is what the records of a message of n bytes are expected to
+// cost, at perByte (the shard's messages so far, or FirstCostPerByte) for
+// its first ordinaryMessage bytes and at largeCostPerByte beyond: the
+// room a message of one 10 MiB record takes is about its record, not four
+// times it, however small the shard's records were until then.
+func MessageCost(n int64, perByte float64) int64 {
+	small := min(n, ordinaryMessage)
+	return max(int64(float64(small)*perByte+float64(n-small)*largeCostPerByte), 1)
+}

@@ -14,6 +14,9 @@
 //	subscriptions            -> subscriptions <open SubscribeToShard streams>
 //	produce <backlog> <rate> -> producing (the backlog is written, the rest
 //	                            follows at rate records per second)
+//	big <shards> <bytes>     -> big <shards> (one record of <bytes> is
+//	                            written to each of the first <shards>
+//	                            shards, all at once)
 //	stop                     -> produced <records> <seconds at rate>, once
 //	                            the manifest is written
 //
@@ -21,7 +24,9 @@
 // has id "m-<s>-<i, 7 digits>", data the id padded to -record-size bytes with
 // a pattern that depends on i, and partition key "key-<s>-<i mod 8>". The
 // manifest (-manifest) has a line "<id> <partition key> <len>:<sha256>" per
-// record written.
+// record written. A big record of shard s has id "b-<s>-<n, 7 digits>".
+// -max-record-kib sets the stream's MaxRecordSizeInKiB (records up to 10 MiB
+// since 2025).
 package main
 
 import (
@@ -58,6 +63,7 @@ func run() error {
 		activation = flag.Duration("consumer-activation-delay", 200*time.Millisecond, "how long a new consumer stays CREATING")
 		caFile     = flag.String("ca-file", "", "where to write the fake's certificate (PEM)")
 		manifest   = flag.String("manifest", "", "where to write what was produced, at stop")
+		maxKiB     = flag.Int("max-record-kib", 1024, "the stream's MaxRecordSizeInKiB")
 	)
 	flag.Parse()
 	if *caFile == "" || *manifest == "" {
@@ -66,7 +72,7 @@ func run() error {
 	// Its warnings go to stderr, which the test keeps in a log it shows on
 	// failure; stdout carries only the answers.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(*stream, *shards),
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream(*stream, *shards, kinesisfake.MaxRecordKiB(*maxKiB)),
 		kinesisfake.ConsumerActivationDelay(*activation), kinesisfake.Logger(logger))
 	if err != nil {
 		return err
@@ -106,8 +112,10 @@ type producer struct {
 	end      time.Time
 	err      error
 
-	mu       sync.Mutex // guards n and manifest while producing
-	n        int
+	mu       sync.Mutex // guards n, big, extra and manifest while producing
+	n        int        // records written, big ones included
+	big      int        // rounds of big records written
+	extra    int        // big records written (not of put's numbering)
 	manifest []byte
 }
 
@@ -126,7 +134,17 @@ func (p *producer) command(args []string, manifest string) (string, error) {
 		}
 		p.produce(backlog, rate)
 		return "producing", nil
-	case len(args) == 1 && args[0] == "stop" && p.done != nil:
+	case len(args) == 3 && args[0] == "big":
+		shards, err1 := strconv.Atoi(args[1])
+		size, err2 := strconv.Atoi(args[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return "", err
+		}
+		if err := p.putBig(min(shards, len(p.shards)), size); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("big %d", shards), nil
+	case len(args) == 1 && args[0] == "stop":
 		if err := p.stop(); err != nil {
 			return "", err
 		}
@@ -176,12 +194,50 @@ func (p *producer) stop() error {
 	return p.err
 }
 
+// putBig writes one record of size bytes to each of the first shards
+// shards, all at once.
+func (p *producer) putBig(shards, size int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	errs := make([]error, shards)
+	lines := make([]string, shards)
+	var wg sync.WaitGroup
+	for s := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("b-%d-%07d", s, p.big)
+			data := make([]byte, size)
+			copy(data, id+"|")
+			for j := len(id) + 1; j < size; j++ {
+				data[j] = byte(j*31 + s)
+			}
+			pk := fmt.Sprintf("big-%d", s)
+			if _, _, errs[s] = p.srv.PutWithHashKey(p.stream, *p.shards[s].HashKeyRange.StartingHashKey, pk, data); errs[s] == nil {
+				sum := sha256.Sum256(data)
+				lines[s] = fmt.Sprintf("%s %s %d:%s\n", id, pk, size, hex.EncodeToString(sum[:]))
+			}
+		}()
+	}
+	wg.Wait()
+	p.big++
+	for _, l := range lines {
+		p.manifest = append(p.manifest, l...)
+		if l != "" {
+			p.n++
+			p.extra++
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // put writes records until target have been written.
 func (p *producer) put(target int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ; p.n < target; p.n++ {
-		s, i := p.n%len(p.shards), p.n/len(p.shards)
+	for ; p.n-p.extra < target; p.n++ {
+		k := p.n - p.extra
+		s, i := k%len(p.shards), k/len(p.shards)
 		id := fmt.Sprintf("m-%d-%07d", s, i)
 		fill := []byte("|" + strconv.Itoa(i*7919+s))
 		copy(p.buf, id)

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+)
+
+// largeMemCase is a run of TestLargeRecordsMemoryBounded.
+type largeMemCase struct {
+	shards int
+	// big are the sizes of the records written to each of the first
+	// bigShards shards at once, one round per size.
+	big       []int
+	bigShards int
+	// over bounds the peak RSS above memory_limit (0: reported only).
+	over int64
+	// kill kills the binary with SIGKILL once some large records are out,
+	// and starts it again.
+	kill bool
+}
+
+// TestLargeRecordsMemoryBounded runs the binary with the default
+// memory_limit (64 MiB) on a stream that takes records of 10 MiB, by each
+// reader, while small records are written to every shard: at 256 shards,
+// one record of 10 MiB arrives on each of 8 shards at once, and the
+// resident memory must stay within memory_limit + 70 MiB; at 4 shards,
+// records of 1, 5 and 10 MiB arrive on every shard at once, the peak is
+// reported, and the binary is killed with SIGKILL once some of them are out
+// and started again. Every record arrives, byte for byte, and exactly once
+// but for those after the checkpoint at the kill.
+func TestLargeRecordsMemoryBounded(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs the binary for about a minute")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the resident memory of the binary from /proc")
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 64 * memMiB
+	for _, tc := range []largeMemCase{
+		{shards: 256, big: []int{10 << 20}, bigShards: 8, over: 70 * memMiB},
+		{shards: 4, big: []int{1 << 20, 5 << 20, 10 << 20}, bigShards: 4, kill: true},
+	} {
+		for _, reader := range []string{"efo", "polling"} {
+			t.Run(fmt.Sprintf("%d shards %s", tc.shards, reader), func(t *testing.T) {
+				largeMemRun(t, bin, tc, reader, limit)
+			})
+		}
+	}
+}
+
+// bigOut counts the large records among got.
+func bigOut(got []inputtest.Got) int {
+	n := 0
+	for _, m := range got {
+		if strings.HasPrefix(m.Data, "b-") {
+			n++
+		}
+	}
+	return n
+}
+
+// covers tells whether the records of first and then cover want.
+func covers(first, then []inputtest.Got, want inputtest.Produced) bool {
+	seen := map[string]bool{}
+	for _, m := range append(first, then...) {
+		if _, ok := want[m.Data]; ok {
+			seen[m.Data] = true
+		}
+	}
+	return len(seen) == len(want)
+}
+
+func largeMemRun(t *testing.T, bin string, tc largeMemCase, reader string, limit int64) {
+	dir := t.TempDir()
+	load := startMemLoadWith(t, dir, tc.shards, 512, "-max-record-kib", "10240")
+	cpDir := filepath.Join(dir, "cp")
+	readerConf := "reader: efo\n    efo: { consumer_name: app }"
+	if reader == "polling" {
+		readerConf = "reader: polling"
+	}
+	// start runs the binary, writing to <name>.jsonl, and samples its
+	// memory once it reads every shard.
+	start := func(name string) (*exec.Cmd, *memSampler, string, string) {
+		out, logPath := filepath.Join(dir, name+".jsonl"), filepath.Join(dir, name+".log")
+		yaml := fmt.Sprintf(`
+http: { enabled: false }
+input:
+  aws_kinesis_streams:
+    streams: [ orders ]
+    endpoint: %s
+    region: %s
+    credentials: { id: fake, secret: fake }
+    tls: { enabled: true, root_cas_file: %s }
+    %s
+    start_from: trim_horizon
+    checkpoint: { dir: %s }
+pipeline:
+  threads: 1
+  processors:
+    - mapping: |
+        root.id = content().slice(0, 16).string().re_replace_all("[|].*$", "")
+        root.len = content().length()
+        root.sha = content().hash("sha256").encode("hex")
+        root.shard = @kinesis_shard
+        root.seq = @kinesis_sequence_number
+        root.pk = @kinesis_partition_key
+output:
+  file: { path: %s, codec: lines }
+logger: { level: warn }
+`, load.endpoint, load.region, load.caFile, readerConf, cpDir, out)
+		config := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := run(t, bin, config, logPath)
+		if reader == "efo" && name == "first" {
+			load.waitSubscribed(logPath)
+		}
+		return cmd, startMemSampler(t, cmd.Process.Pid, 100*time.Millisecond), out, logPath
+	}
+
+	cmd, sampler, out, logPath := start("first")
+	time.Sleep(3 * time.Second)
+	idle := sampler.maxBetween(time.Time{}, time.Now())
+	load.produce(0, 2000)
+	began := time.Now()
+	rounds := tc.big
+	if tc.kill {
+		rounds = tc.big[:len(tc.big)-1] // the last comes while the binary is down
+	}
+	for _, size := range rounds {
+		load.big(tc.bigShards, size)
+		time.Sleep(2 * time.Second)
+	}
+	bigs := len(tc.big) * tc.bigShards
+	var first []inputtest.Got
+	var atKill checkpoint.Stream
+	var peak int64 // of the first run, when killed
+	if tc.kill {
+		deadline := time.Now().Add(time.Minute)
+		for bigOut(readMemOutput(t, out)) < len(rounds)*tc.bigShards {
+			if time.Now().After(deadline) {
+				t.Fatalf("the large records were not out within a minute; log:\n%s", memLog(logPath))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		sampler.stop()
+		peak = sampler.maxBetween(began, time.Now())
+		atKill = inputtest.ReadCheckpointsUnlocked(t, cpDir, "arn:aws:kinesis:"+load.region+":000000000000:stream/orders")
+		first = readMemOutput(t, out)
+		t.Logf("killed with %d records out, %d of them large (peak RSS %s); the records of %d bytes come while it is down",
+			len(first), bigOut(first), memFmt(peak), tc.big[len(tc.big)-1])
+		load.big(tc.bigShards, tc.big[len(tc.big)-1])
+		cmd, sampler, out, logPath = start("again")
+	}
+	want, shas, _ := load.stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !covers(first, readMemOutput(t, out), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records within 2 minutes; log:\n%s", memCountLines(t, out), len(want), memLog(logPath))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(began)
+	hwm := max(memProcStatusBytes(t, cmd.Process.Pid, "VmHWM"), peak)
+	sampler.stop()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the run did not stop cleanly: %v; log:\n%s", err, memLog(logPath))
+	}
+	got := readMemOutput(t, out)
+	if tc.kill {
+		// Delivered again after the kill: only what lay after the
+		// checkpoint then.
+		was := map[string]bool{}
+		for _, m := range first {
+			was[m.Data] = true
+		}
+		var again []inputtest.Got
+		for _, m := range got {
+			if !was[m.Data] {
+				again = append(again, m)
+			} else if !inputtest.AfterCheckpoint(m, atKill) {
+				t.Errorf("record %s (shard %s seq %s) came again after the kill, though the checkpoint then was past it", m.Data, m.Shard, m.Seq)
+			}
+		}
+		got = append(first, again...)
+	}
+	inputtest.CheckDelivery(t, got, want, true)
+	for _, m := range got {
+		if m.Err != shas[m.Data] {
+			t.Fatalf("record %s arrived with data of length:sha256 %s, want %s", m.Data, m.Err, shas[m.Data])
+		}
+	}
+	t.Logf("%d shards by %s, memory_limit %s: idle RSS %s; %d records of %v bytes on %d shards at once among %d small ones: peak RSS %s, memory_limit + %s; all read in %v",
+		tc.shards, reader, memFmt(limit), memFmt(idle), bigs, tc.big, tc.bigShards, len(want)-bigs,
+		memFmt(hwm), memFmt(hwm-limit), took.Round(time.Millisecond))
+	if tc.over > 0 && hwm > limit+tc.over {
+		t.Errorf("peak RSS %s (VmHWM) exceeds memory_limit + %s = %s", memFmt(hwm), memFmt(tc.over), memFmt(limit+tc.over))
+	}
+}
