@@ -132,10 +132,15 @@ func (l *memLoad) waitSubscribed(logPath string) {
 }
 
 // big writes one record of size bytes to each of the first shards shards,
-// all at once.
-func (l *memLoad) big(shards, size int) {
+// all at once: a plain one, or a KPL aggregate of user records of 1 MiB
+// (agg).
+func (l *memLoad) big(shards, size int, agg bool) {
 	l.t.Helper()
-	l.call(fmt.Sprintf("big %d %d", shards, size), "big")
+	cmd := "big"
+	if agg {
+		cmd = "bigagg"
+	}
+	l.call(fmt.Sprintf("%s %d %d", cmd, shards, size), cmd)
 }
 
 // produce writes backlog records at once, then rate records per second until

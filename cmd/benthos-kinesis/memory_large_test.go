@@ -15,12 +15,26 @@ import (
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
 )
 
+// bigRound is a record of size bytes, plain or a KPL aggregate of user
+// records of 1 MiB.
+type bigRound struct {
+	size int
+	agg  bool
+}
+
+func (r bigRound) String() string {
+	if r.agg {
+		return fmt.Sprintf("an aggregate of %d MiB", r.size>>20)
+	}
+	return fmt.Sprintf("%d MiB", r.size>>20)
+}
+
 // largeMemCase is a run of TestLargeRecordsMemoryBounded.
 type largeMemCase struct {
 	shards int
-	// big are the sizes of the records written to each of the first
-	// bigShards shards at once, one round per size.
-	big       []int
+	// big are the records written to each of the first bigShards shards at
+	// once, a round each.
+	big       []bigRound
 	bigShards int
 	// over bounds the peak RSS above memory_limit (0: reported only).
 	over int64
@@ -34,9 +48,10 @@ type largeMemCase struct {
 // reader, while small records are written to every shard: at 256 shards,
 // one record of 10 MiB arrives on each of 8 shards at once, and the
 // resident memory must stay within memory_limit + 70 MiB; at 4 shards,
-// records of 1, 5 and 10 MiB arrive on every shard at once, the peak is
-// reported, and the binary is killed with SIGKILL once some of them are out
-// and started again. Every record arrives, byte for byte, and exactly once
+// records of 1 and 5 MiB and KPL aggregates of 10 MiB arrive on every shard
+// at once, the binary is killed with SIGKILL once they are out, records of
+// 10 MiB come while it is down and it is started again; the peak is
+// reported. Every record arrives, byte for byte, and exactly once
 // but for those after the checkpoint at the kill.
 func TestLargeRecordsMemoryBounded(t *testing.T) {
 	t.Parallel()
@@ -52,8 +67,8 @@ func TestLargeRecordsMemoryBounded(t *testing.T) {
 	}
 	const limit = 64 * memMiB
 	for _, tc := range []largeMemCase{
-		{shards: 256, big: []int{10 << 20}, bigShards: 8, over: 70 * memMiB},
-		{shards: 4, big: []int{1 << 20, 5 << 20, 10 << 20}, bigShards: 4, kill: true},
+		{shards: 256, big: []bigRound{{size: 10 << 20}}, bigShards: 8, over: 70 * memMiB},
+		{shards: 4, big: []bigRound{{size: 1 << 20}, {size: 5 << 20}, {size: 10 << 20, agg: true}, {size: 10 << 20}}, bigShards: 4, kill: true},
 	} {
 		for _, reader := range []string{"efo", "polling"} {
 			t.Run(fmt.Sprintf("%d shards %s", tc.shards, reader), func(t *testing.T) {
@@ -63,11 +78,11 @@ func TestLargeRecordsMemoryBounded(t *testing.T) {
 	}
 }
 
-// bigOut counts the large records among got.
+// bigOut counts the large records and user records among got.
 func bigOut(got []inputtest.Got) int {
 	n := 0
 	for _, m := range got {
-		if strings.HasPrefix(m.Data, "b-") {
+		if strings.HasPrefix(m.Data, "b-") || strings.HasPrefix(m.Data, "a-") {
 			n++
 		}
 	}
@@ -143,17 +158,23 @@ logger: { level: warn }
 	if tc.kill {
 		rounds = tc.big[:len(tc.big)-1] // the last comes while the binary is down
 	}
-	for _, size := range rounds {
-		load.big(tc.bigShards, size)
+	for _, r := range rounds {
+		load.big(tc.bigShards, r.size, r.agg)
 		time.Sleep(2 * time.Second)
 	}
-	bigs := len(tc.big) * tc.bigShards
 	var first []inputtest.Got
 	var atKill checkpoint.Stream
 	var peak int64 // of the first run, when killed
 	if tc.kill {
 		deadline := time.Now().Add(time.Minute)
-		for bigOut(readMemOutput(t, out)) < len(rounds)*tc.bigShards {
+		want := 0
+		for _, r := range rounds {
+			want += tc.bigShards
+			if r.agg {
+				want += tc.bigShards * (r.size>>20 - 1)
+			}
+		}
+		for bigOut(readMemOutput(t, out)) < want {
 			if time.Now().After(deadline) {
 				t.Fatalf("the large records were not out within a minute; log:\n%s", memLog(logPath))
 			}
@@ -167,9 +188,10 @@ logger: { level: warn }
 		peak = sampler.maxBetween(began, time.Now())
 		atKill = inputtest.ReadCheckpointsUnlocked(t, cpDir, "arn:aws:kinesis:"+load.region+":000000000000:stream/orders")
 		first = readMemOutput(t, out)
-		t.Logf("killed with %d records out, %d of them large (peak RSS %s); the records of %d bytes come while it is down",
-			len(first), bigOut(first), memFmt(peak), tc.big[len(tc.big)-1])
-		load.big(tc.bigShards, tc.big[len(tc.big)-1])
+		last := tc.big[len(tc.big)-1]
+		t.Logf("killed with %d records out, %d of them large (peak RSS %s); records of %v come while it is down",
+			len(first), bigOut(first), memFmt(peak), last)
+		load.big(tc.bigShards, last.size, last.agg)
 		cmd, sampler, out, logPath = start("again")
 	}
 	want, shas, _ := load.stop()
@@ -213,8 +235,9 @@ logger: { level: warn }
 			t.Fatalf("record %s arrived with data of length:sha256 %s, want %s", m.Data, m.Err, shas[m.Data])
 		}
 	}
-	t.Logf("%d shards by %s, memory_limit %s: idle RSS %s; %d records of %v bytes on %d shards at once among %d small ones: peak RSS %s, memory_limit + %s; all read in %v",
-		tc.shards, reader, memFmt(limit), memFmt(idle), bigs, tc.big, tc.bigShards, len(want)-bigs,
+	bigs := bigOut(got)
+	t.Logf("%d shards by %s, memory_limit %s: idle RSS %s; records of %v on %d shards at once (%d large records and user records) among %d small ones: peak RSS %s, memory_limit + %s; all read in %v",
+		tc.shards, reader, memFmt(limit), memFmt(idle), tc.big, tc.bigShards, bigs, len(want)-bigs,
 		memFmt(hwm), memFmt(hwm-limit), took.Round(time.Millisecond))
 	if tc.over > 0 && hwm > limit+tc.over {
 		t.Errorf("peak RSS %s (VmHWM) exceeds memory_limit + %s = %s", memFmt(hwm), memFmt(tc.over), memFmt(limit+tc.over))

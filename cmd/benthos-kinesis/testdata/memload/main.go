@@ -17,6 +17,9 @@
 //	big <shards> <bytes>     -> big <shards> (one record of <bytes> is
 //	                            written to each of the first <shards>
 //	                            shards, all at once)
+//	bigagg <shards> <bytes>  -> bigagg <shards> (the same as one KPL
+//	                            aggregate of user records of 1 MiB, or less
+//	                            for the last, filling <bytes>)
 //	stop                     -> produced <records> <seconds at rate>, once
 //	                            the manifest is written
 //
@@ -24,7 +27,8 @@
 // has id "m-<s>-<i, 7 digits>", data the id padded to -record-size bytes with
 // a pattern that depends on i, and partition key "key-<s>-<i mod 8>". The
 // manifest (-manifest) has a line "<id> <partition key> <len>:<sha256>" per
-// record written. A big record of shard s has id "b-<s>-<n, 7 digits>".
+// record written. A big record of shard s has id "b-<s>-<n, 7 digits>", a
+// user record of a big aggregate "a-<s>-<n, 4 digits>-<j, 2 digits>".
 // -max-record-kib sets the stream's MaxRecordSizeInKiB (records up to 10 MiB
 // since 2025).
 package main
@@ -46,6 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/kpl"
 )
 
 func main() {
@@ -134,16 +139,16 @@ func (p *producer) command(args []string, manifest string) (string, error) {
 		}
 		p.produce(backlog, rate)
 		return "producing", nil
-	case len(args) == 3 && args[0] == "big":
+	case len(args) == 3 && (args[0] == "big" || args[0] == "bigagg"):
 		shards, err1 := strconv.Atoi(args[1])
 		size, err2 := strconv.Atoi(args[2])
 		if err := errors.Join(err1, err2); err != nil {
 			return "", err
 		}
-		if err := p.putBig(min(shards, len(p.shards)), size); err != nil {
+		if err := p.putBig(min(shards, len(p.shards)), size, args[0] == "bigagg"); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("big %d", shards), nil
+		return fmt.Sprintf("%s %d", args[0], shards), nil
 	case len(args) == 1 && args[0] == "stop":
 		if err := p.stop(); err != nil {
 			return "", err
@@ -195,8 +200,9 @@ func (p *producer) stop() error {
 }
 
 // putBig writes one record of size bytes to each of the first shards
-// shards, all at once.
-func (p *producer) putBig(shards, size int) error {
+// shards, all at once: a plain one, or a KPL aggregate of user records of
+// 1 MiB (agg).
+func (p *producer) putBig(shards, size int, agg bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	errs := make([]error, shards)
@@ -206,16 +212,37 @@ func (p *producer) putBig(shards, size int) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := fmt.Sprintf("b-%d-%07d", s, p.big)
-			data := make([]byte, size)
-			copy(data, id+"|")
-			for j := len(id) + 1; j < size; j++ {
-				data[j] = byte(j*31 + s)
-			}
 			pk := fmt.Sprintf("big-%d", s)
-			if _, _, errs[s] = p.srv.PutWithHashKey(p.stream, *p.shards[s].HashKeyRange.StartingHashKey, pk, data); errs[s] == nil {
+			fill := func(id string, n int) []byte {
+				data := make([]byte, n)
+				copy(data, id+"|")
+				for j := len(id) + 1; j < n; j++ {
+					data[j] = byte(j*31 + s)
+				}
 				sum := sha256.Sum256(data)
-				lines[s] = fmt.Sprintf("%s %s %d:%s\n", id, pk, size, hex.EncodeToString(sum[:]))
+				lines[s] += fmt.Sprintf("%s %s %d:%s\n", id, pk, n, hex.EncodeToString(sum[:]))
+				return data
+			}
+			var data []byte
+			if agg {
+				b := kpl.Builder{MaxSize: kpl.MaxStreamRecordSize}
+				for j, left := 0, size; left > 0; j++ {
+					n := min(left, 1<<20-64) // room for the aggregate's framing
+					if errs[s] = b.Add(kpl.UserRecord{PartitionKey: pk, Data: fill(fmt.Sprintf("a-%d-%04d-%02d", s, p.big, j), n)}); errs[s] != nil {
+						return
+					}
+					left -= 1 << 20
+				}
+				a, err := b.Build()
+				if errs[s] = err; err != nil {
+					return
+				}
+				data = a.Data
+			} else {
+				data = fill(fmt.Sprintf("b-%d-%07d", s, p.big), size)
+			}
+			if _, _, errs[s] = p.srv.PutWithHashKey(p.stream, *p.shards[s].HashKeyRange.StartingHashKey, pk, data); errs[s] != nil {
+				lines[s] = ""
 			}
 		}()
 	}
@@ -223,10 +250,9 @@ func (p *producer) putBig(shards, size int) error {
 	p.big++
 	for _, l := range lines {
 		p.manifest = append(p.manifest, l...)
-		if l != "" {
-			p.n++
-			p.extra++
-		}
+		n := strings.Count(l, "\n")
+		p.n += n
+		p.extra += n
 	}
 	return errors.Join(errs...)
 }
