@@ -187,7 +187,9 @@ func SubscribeTakeoverWindow(d time.Duration) Opt { return func(c *config) { c.s
 
 // MaxEventBytes bounds the record bytes (data plus partition key) of one
 // SubscribeToShardEvent (default 1 MiB). An event always carries at least one
-// record if one is available.
+// record if one is available: a record of up to 10 MiB, on a stream that
+// takes them, comes in an event of its own (AWS does not say more of how
+// it sizes events).
 func MaxEventBytes(n int) Opt { return func(c *config) { c.maxEventBytes = n } }
 
 // MaxEventRecords bounds the number of records in one SubscribeToShardEvent
