@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,16 +54,7 @@ type largeMemCase struct {
 // but for those after the checkpoint at the kill.
 func TestLargeRecordsMemoryBounded(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("runs the binary for about a minute")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("reads the resident memory of the binary from /proc")
-	}
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := memBinary(t)
 	const limit = 64 * memMiB
 	for _, tc := range []largeMemCase{
 		{shards: 256, big: []bigRound{{size: 10 << 20}}, bigShards: 8, over: 70 * memMiB},
@@ -124,20 +114,10 @@ input:
     %s
     start_from: trim_horizon
     checkpoint: { dir: %s }
-pipeline:
-  threads: 1
-  processors:
-    - mapping: |
-        root.id = content().slice(0, 16).string().re_replace_all("[|].*$", "")
-        root.len = content().length()
-        root.sha = content().hash("sha256").encode("hex")
-        root.shard = @kinesis_shard
-        root.seq = @kinesis_sequence_number
-        root.pk = @kinesis_partition_key
-output:
+%soutput:
   file: { path: %s, codec: lines }
 logger: { level: warn }
-`, load.endpoint, load.region, load.caFile, readerConf, cpDir, out)
+`, load.endpoint, load.region, load.caFile, readerConf, cpDir, memPipeline, out)
 		config := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
