@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +219,12 @@ func TestMergeWaitsForAParentLearntLater(t *testing.T) {
 // tick) starts the child.
 func TestChildWaitsForDurableParentEnd(t *testing.T) {
 	t.Parallel()
-	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
+	var listings atomic.Int64
+	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1), kinesisfake.OnRequest(func(op string, _ http.Header) {
+		if op == "ListShards" {
+			listings.Add(1)
+		}
+	}))
 	const s0 = "shardId-000000000000"
 	children, err := srv.SplitShard("orders", s0, "")
 	if err != nil {
@@ -237,10 +243,12 @@ func TestChildWaitsForDurableParentEnd(t *testing.T) {
 		return deliver(ctx, shard.Batch{Records: []types.Record{reviewRecord("100", "s0-last")}, End: true})
 	}}
 	store := &endFailingStore{Store: inputtest.OpenFileStore(t)}
-	startStreamHarness(t, srv, store, publisher(pub), discoverEvery(time.Second))
+	startStreamHarness(t, srv, store, publisher(pub), discoverEvery(100*time.Millisecond))
 
 	inputtest.WaitUntil(t, 10*time.Second, func() bool { return store.failed() > 0 })
-	time.Sleep(2500 * time.Millisecond) // two discovery ticks
+	// Two discoveries (each a schedule) after the failed commit.
+	seen := listings.Load()
+	inputtest.WaitUntil(t, 10*time.Second, func() bool { return listings.Load() >= seen+2 })
 	mu.Lock()
 	defer mu.Unlock()
 	for _, c := range children {
