@@ -75,6 +75,11 @@ type pipeline struct {
 // orders of the fake srv over TLS (ca: its certificate file); the input's
 // other fields follow, indented four spaces.
 func fakeInputHead(srv *kinesisfake.Server, ca string) string {
+	return inputHead(srv.Endpoint(), srv.Region(), ca)
+}
+
+// inputHead is fakeInputHead for the fake at endpoint in region.
+func inputHead(endpoint, region, ca string) string {
 	return fmt.Sprintf(`input:
   aws_kinesis_streams:
     streams: [ orders ]
@@ -82,7 +87,7 @@ func fakeInputHead(srv *kinesisfake.Server, ca string) string {
     region: %s
     credentials: { id: fake, secret: fake }
     tls: { enabled: true, root_cas_file: %s }
-`, srv.Endpoint(), srv.Region(), ca)
+`, endpoint, region, ca)
 }
 
 func startPipeline(t *testing.T, bin string, srv *kinesisfake.Server, ca, store, name string) *pipeline {

@@ -104,20 +104,13 @@ func largeMemRun(t *testing.T, bin string, tc largeMemCase, reader string, limit
 		out, logPath := filepath.Join(dir, name+".jsonl"), filepath.Join(dir, name+".log")
 		yaml := fmt.Sprintf(`
 http: { enabled: false }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    %s
+%s    %s
     start_from: trim_horizon
     checkpoint: { dir: %s }
 %soutput:
   file: { path: %s, codec: lines }
 logger: { level: warn }
-`, load.endpoint, load.region, load.caFile, readerConf, cpDir, memPipeline, out)
+`, inputHead(load.endpoint, load.region, load.caFile), readerConf, cpDir, memPipeline, out)
 		config := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)

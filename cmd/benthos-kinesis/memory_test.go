@@ -155,14 +155,7 @@ func TestSlowOutputMemoryBounded(t *testing.T) {
 		}
 		yaml := fmt.Sprintf(`
 http: { enabled: false }
-input:
-  aws_kinesis_streams:
-    streams: [ orders ]
-    endpoint: %s
-    region: %s
-    credentials: { id: fake, secret: fake }
-    tls: { enabled: true, root_cas_file: %s }
-    reader: efo
+%s    reader: efo
     efo: { consumer_name: app }
     start_from: trim_horizon
     checkpoint: { dir: %s, limit: %d }
@@ -172,7 +165,7 @@ rate_limit_resources:
   - label: slow_output
     local: { count: %d, interval: 100ms }
 logger: { level: warn }
-`, load.endpoint, load.region, load.caFile, cpDir, memCheckpointLimit, memPipeline, outputProcs, outPath, memOutputRate/10)
+`, inputHead(load.endpoint, load.region, load.caFile), cpDir, memCheckpointLimit, memPipeline, outputProcs, outPath, memOutputRate/10)
 		if err := os.WriteFile(yamlPath, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
