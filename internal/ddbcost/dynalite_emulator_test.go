@@ -35,7 +35,7 @@ func TestItemSizeAgreesWithDynalite(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond }); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,8 +1,6 @@
 package emulator
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"maps"
 	"net"
@@ -13,24 +11,32 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // DynamoDBProxy is an HTTP proxy on 127.0.0.1 in front of a DynamoDB
 // emulator that counts the calls and the capacity units they consumed, by
-// operation, answers chosen operations with throttling errors for a while,
-// and can stop answering at all for a while: what a test needs to measure a
-// lease table's cost and to check that throttling or an outage loses
-// nothing.
+// operation and by the class of item they touch (Classify), answers chosen
+// operations with throttling errors for a while, and can stop answering at
+// all for a while: what a test needs to measure a lease table's cost and to
+// check that throttling or an outage loses nothing.
 type DynamoDBProxy struct {
 	// Endpoint is the proxy's base URL; point clients' endpoint at it.
 	Endpoint string
 
-	mu       sync.Mutex
-	calls    map[string]int64
-	units    map[string]float64
-	throttle map[string]time.Time // operation -> throttled until
-	down     time.Time            // no call is answered until then
-	signers  Signatures
+	direct *dynamodb.Client // the emulator, bypassing the proxy
+
+	mu         sync.Mutex
+	calls      map[string]int64
+	units      map[string]float64
+	classCalls map[string]int64   // "op/class"
+	classUnits map[string]float64 // "op/class"
+	classify   func(op string, body []byte) string
+	keys       map[string][]string  // table -> its key attributes
+	throttle   map[string]time.Time // operation -> throttled until
+	down       time.Time            // no call is answered until then
+	signers    Signatures
 }
 
 // NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
@@ -44,14 +50,22 @@ func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &DynamoDBProxy{Endpoint: "http://" + ln.Addr().String(), calls: map[string]int64{}, units: map[string]float64{}, throttle: map[string]time.Time{}}
+	p := &DynamoDBProxy{
+		Endpoint:   "http://" + ln.Addr().String(),
+		direct:     d.Client(),
+		calls:      map[string]int64{},
+		units:      map[string]float64{},
+		classCalls: map[string]int64{},
+		classUnits: map[string]float64{},
+		keys:       map[string][]string{},
+		throttle:   map[string]time.Time{},
+	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = p.count
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = p.receive(r)
 		op := operation(r)
 		p.mu.Lock()
-		p.calls[op]++
-		p.signers.Add(r.Header)
 		until, throttled := p.throttle[op]
 		down := p.down
 		p.mu.Unlock()
@@ -80,42 +94,14 @@ func operation(r *http.Request) string {
 	return target[strings.LastIndexByte(target, '.')+1:]
 }
 
-// count adds the capacity a response reports as consumed.
-func (p *DynamoDBProxy) count(resp *http.Response) error {
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var out struct {
-		ConsumedCapacity *struct{ CapacityUnits float64 }
-	}
-	if json.Unmarshal(body, &out) == nil && out.ConsumedCapacity != nil {
-		p.mu.Lock()
-		p.units[operation(resp.Request)] += out.ConsumedCapacity.CapacityUnits
-		p.mu.Unlock()
-	}
-	return nil
-}
-
 // Calls returns the calls so far by operation, and the capacity units they
 // consumed as the emulator reported them (for operations asked to return
-// them).
+// them), with those of conditional writes whose condition failed, which it
+// does not report (see count).
 func (p *DynamoDBProxy) Calls() (calls map[string]int64, units map[string]float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	calls, units = map[string]int64{}, map[string]float64{}
-	for k, v := range p.calls {
-		calls[k] = v
-	}
-	for k, v := range p.units {
-		units[k] = v
-	}
-	return calls, units
+	return maps.Clone(p.calls), maps.Clone(p.units)
 }
 
 // Signers returns the calls so far by who signed them and for which region
