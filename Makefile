@@ -95,9 +95,11 @@ bench:
 	$(GO) run ./cmd/kinesis-bench -rounds 5
 
 # The lease table at scale: 16 inputs sharing 1,024 shards in one process
-# (fake Kinesis, dynalite): time to balance, DynamoDB calls/s, cost.
+# (fake Kinesis, dynalite): time to balance, DynamoDB calls, units and cost
+# by operation and class of item, with idle shards and with every shard
+# written and checkpointed every second (Busy).
 bench-leases:
-	$(GO) test -run '^$$' -bench BenchmarkLeaseTableScale -benchtime 1x -timeout 20m ./input
+	$(GO) test -run '^$$' -bench 'BenchmarkLeaseTableScale$$|BenchmarkLeaseTableScaleBusy$$' -benchtime 1x -timeout 30m ./input
 
 # The deterministic simulation of the lease coordination (input/leasecoord,
 # sim_test.go): SIM_COUNT schedules from seed SIM_FIRST on every core, each

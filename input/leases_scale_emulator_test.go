@@ -1,78 +1,116 @@
 package input
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
 	"github.com/benthos-kinesis/benthos-kinesis/input/inputtest"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/ddbcost"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
-// On-demand DynamoDB prices in us-east-1 (since November 2024), per million
-// request units.
-const (
-	pricePerMillionWRU = 0.625
-	pricePerMillionRRU = 0.125
-	secondsPerMonth    = 30 * 24 * 3600
-)
+// scaleFleet is a fleet of BenchmarkLeaseTableScale and its busy twin.
+type scaleFleet struct {
+	shards, instances int
+	period            time.Duration
+}
+
+func (f scaleFleet) String() string {
+	return fmt.Sprintf("%dx%d/lease_period=%v", f.shards, f.instances, f.period)
+}
 
 // BenchmarkLeaseTableScale runs inputs sharing one stream through one
 // lease table in this process, with the fake Kinesis and dynalite behind a
-// proxy that counts the DynamoDB calls by operation: 64 shards over 4
-// instances, 256 over 8 and 1,024 over 16 at lease_period 10s, and 32
-// shards over 4 at lease_period 2s.
+// proxy that counts the DynamoDB calls by operation and by the class of
+// item they touch (leaseKeyClass): 64 shards over 4 instances, 256 over 8
+// and 1,024 over 16 at lease_period 10s, and 32 shards over 4 at
+// lease_period 2s.
 // Each reports the time from the start until the shards are balanced
 // (every shard owned, the instances within one of each other), in seconds
-// and in lease periods, the DynamoDB calls per second in steady state
-// (idle shards: heartbeats and scans; a lease is written only when its
-// checkpoint moves), and what that costs per shard and per instance per
-// month at on-demand prices. It runs once whatever -benchtime says: make
-// bench-leases.
+// and in lease periods, the DynamoDB calls and units per second in steady
+// state by operation and class (idle shards: heartbeats and scans; a lease
+// is written only when its checkpoint moves), and what that costs per
+// shard and per instance per month at on-demand prices. It runs once
+// whatever -benchtime says: make bench-leases.
 func BenchmarkLeaseTableScale(b *testing.B) {
-	for _, sc := range []struct {
-		shards, instances int
-		period            time.Duration
-	}{
+	for _, f := range []scaleFleet{
 		{64, 4, 10 * time.Second},
 		{256, 8, 10 * time.Second},
 		{1024, 16, 10 * time.Second},
 		{32, 4, 2 * time.Second},
 	} {
-		b.Run(fmt.Sprintf("%dx%d/lease_period=%v", sc.shards, sc.instances, sc.period), func(b *testing.B) {
-			benchLeaseScale(b, sc.shards, sc.instances, sc.period)
-		})
+		b.Run(f.String(), func(b *testing.B) { benchLeaseScale(b, f, false) })
 	}
 }
 
-func benchLeaseScale(b *testing.B, shards, instances int, period time.Duration) {
+// BenchmarkLeaseTableScaleBusy is BenchmarkLeaseTableScale with every
+// shard written all the time (a small record to each about every 200 ms,
+// read by polling every second) and checkpoints committed every second:
+// what a lease table costs when its checkpoints move, and what of it the
+// checkpoints are (UpdateItem on shard items), beside the heartbeats. It
+// also reports the Scans in the measured window, which a steady fleet
+// needs none of once the roster replaces them. make bench-leases.
+func BenchmarkLeaseTableScaleBusy(b *testing.B) {
+	for _, f := range []scaleFleet{
+		{256, 8, 10 * time.Second},
+		{1024, 16, 10 * time.Second},
+	} {
+		b.Run(f.String(), func(b *testing.B) { benchLeaseScale(b, f, true) })
+	}
+}
+
+func benchLeaseScale(b *testing.B, f scaleFleet, busy bool) {
 	const window = 30 * time.Second
-	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", shards), kinesisfake.Quotas(false))
+	srv, err := kinesisfake.New(kinesisfake.TLS(), kinesisfake.Stream("orders", f.shards), kinesisfake.Quotas(false))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Close)
 	d := emulator.Dynalite(b)
 	proxy := emulator.NewDynamoDBProxy(b, d)
+	proxy.Classify(leaseKeyClass(srv.StreamARN("orders")))
 	via := &emulator.DynamoDB{Endpoint: proxy.Endpoint, Region: d.Region}
+	checkpoint, reader := "", "reader: polling\npolling: { interval: 5s }"
+	if busy {
+		checkpoint = "\n  commit_period: 1s"
+		reader = "reader: polling\npolling: { interval: 1s }"
+	}
 	yaml := func(i int) string {
-		return fakeYAML(srv, "orders", fmt.Sprintf(`
-  dynamodb: { table: scale, create: true, endpoint: %s, lease_period: %v, instance_id: i%02d }`, via.Endpoint, period, i),
-			"reader: polling\npolling: { interval: 5s }")
+		return fakeYAML(srv, "orders", fmt.Sprintf(`%s
+  dynamodb: { table: scale, create: true, endpoint: %s, lease_period: %v, instance_id: i%02d }`, checkpoint, via.Endpoint, f.period, i), reader)
+	}
+	var read atomic.Int64
+	discard := func(_ context.Context, batch service.MessageBatch) error {
+		read.Add(int64(len(batch)))
+		return nil
+	}
+	if busy {
+		produceToEveryShard(b, srv, "orders", 200*time.Millisecond)
 	}
 	b.ResetTimer()
 	start := time.Now()
-	for i := range instances {
-		inputtest.StartPipeline(b, yaml(i), &inputtest.Collector{})
+	for i := range f.instances {
+		inputtest.StartPipelineFunc(b, yaml(i), discard, nil)
 	}
 	var held map[string]int
 	lastLog := start
 	for {
 		held = spreadOf(b, d, "scale")
-		if balancedSpread(held, shards, instances) {
+		if balancedSpread(held, f.shards, f.instances) {
 			break
 		}
 		if time.Since(lastLog) >= 10*time.Second {
@@ -85,31 +123,184 @@ func benchLeaseScale(b *testing.B, shards, instances int, period time.Duration) 
 		time.Sleep(100 * time.Millisecond)
 	}
 	balanced := time.Since(start)
-	b.Logf("%d shards over %d instances balanced in %v (%.1f lease periods): %v", shards, instances, balanced.Round(100*time.Millisecond), balanced.Seconds()/period.Seconds(), summarize(held))
+	b.Logf("%d shards over %d instances balanced in %v (%.1f lease periods): %v", f.shards, f.instances, balanced.Round(100*time.Millisecond), balanced.Seconds()/f.period.Seconds(), summarize(held))
 
-	time.Sleep(period) // settle
-	c0, u0 := proxy.Calls()
+	time.Sleep(f.period) // settle
+	c0, u0 := proxy.CallsByClass()
+	r0 := read.Load()
 	time.Sleep(window)
-	c1, u1 := proxy.Calls()
+	c1, u1 := proxy.CallsByClass()
+	r1 := read.Load()
 	b.StopTimer()
-	secs := window.Seconds()
-	var ops []string
-	total := 0.0
-	for op, n := range c1 {
-		rate := float64(n-c0[op]) / secs
-		total += rate
-		ops = append(ops, fmt.Sprintf("%s %.1f/s", op, rate))
+	t := tallyClasses(c0, u0, c1, u1, window)
+	month := ddbcost.Monthly(t.wru, t.rru)
+	state := "idle shards"
+	if busy {
+		state = fmt.Sprintf("busy shards, %.0f records/s read", float64(r1-r0)/window.Seconds())
 	}
-	slices.Sort(ops)
-	wru := (u1["UpdateItem"] - u0["UpdateItem"] + u1["PutItem"] - u0["PutItem"] + u1["DeleteItem"] - u0["DeleteItem"]) / secs
-	rru := (u1["Scan"] - u0["Scan"] + u1["GetItem"] - u0["GetItem"]) / secs
-	month := (wru*pricePerMillionWRU + rru*pricePerMillionRRU) * secondsPerMonth / 1e6
-	b.Logf("steady state, idle shards: %.1f DynamoDB calls/s (%s); %.1f write and %.1f read units/s; $%.2f a month: $%.4f per shard, $%.2f per instance", total, strings.Join(ops, ", "), wru, rru, month, month/float64(shards), month/float64(instances))
+	b.Logf("steady state, %s: %.1f DynamoDB calls/s, %.1f write and %.1f read units/s; $%.2f a month: $%.4f per shard, $%.2f per instance", state, t.calls, t.wru, t.rru, month, month/float64(f.shards), month/float64(f.instances))
+	b.Logf("by operation/class, calls/s and units/s:\n%s", t.table())
+	checkpoints := ddbcost.Monthly(t.units["UpdateItem/shard"], 0)
+	b.Logf("UpdateItem on shard items (checkpoints): %.1f calls/s, %.1f write units/s, $%.2f a month ($%.4f per shard); Scan calls in the %v window: %d",
+		t.rate["UpdateItem/shard"], t.units["UpdateItem/shard"], checkpoints, checkpoints/float64(f.shards), window, t.scans)
 	b.ReportMetric(balanced.Seconds(), "s-to-balance")
-	b.ReportMetric(balanced.Seconds()/period.Seconds(), "periods-to-balance")
-	b.ReportMetric(total, "ddb-calls/s")
-	b.ReportMetric(month/float64(shards), "$/shard/month")
-	b.ReportMetric(month/float64(instances), "$/instance/month")
+	b.ReportMetric(balanced.Seconds()/f.period.Seconds(), "periods-to-balance")
+	b.ReportMetric(t.calls, "ddb-calls/s")
+	b.ReportMetric(month/float64(f.shards), "$/shard/month")
+	b.ReportMetric(month/float64(f.instances), "$/instance/month")
+	if busy {
+		b.ReportMetric(checkpoints/float64(f.shards), "checkpoint-$/shard/month")
+		b.ReportMetric(float64(t.scans), "scans/window")
+	}
+}
+
+// classTally is a window's DynamoDB calls and units by "op/class", per
+// second.
+type classTally struct {
+	rate, units map[string]float64 // per second, by "op/class"
+	calls       float64            // every call a second
+	wru, rru    float64            // write and read units a second
+	scans       int64              // Scan calls in the window
+}
+
+func tallyClasses(c0 map[string]int64, u0 map[string]float64, c1 map[string]int64, u1 map[string]float64, window time.Duration) classTally {
+	secs := window.Seconds()
+	t := classTally{rate: map[string]float64{}, units: map[string]float64{}}
+	for k, n := range c1 {
+		if n == c0[k] {
+			continue
+		}
+		op, _, _ := strings.Cut(k, "/")
+		t.rate[k] = float64(n-c0[k]) / secs
+		t.units[k] = (u1[k] - u0[k]) / secs
+		t.calls += t.rate[k]
+		if isWriteOp(op) {
+			t.wru += t.units[k]
+		} else {
+			t.rru += t.units[k]
+		}
+		if op == "Scan" {
+			t.scans += n - c0[k]
+		}
+	}
+	return t
+}
+
+// table lays the tally out a line per "op/class", most calls first.
+func (t classTally) table() string {
+	keys := slices.SortedFunc(maps.Keys(t.rate), func(a, b string) int {
+		if t.rate[a] != t.rate[b] {
+			if t.rate[a] > t.rate[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "  %-26s %8.2f calls/s %8.2f units/s\n", strings.TrimSuffix(k, "/"), t.rate[k], t.units[k])
+	}
+	return sb.String()
+}
+
+// isWriteOp tells the operations whose units are write units.
+func isWriteOp(op string) bool {
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
+		return true
+	}
+	return false
+}
+
+// leaseKeyClass classes the DynamoDB requests of the lease table of the
+// stream arn by the leaseKey they touch: "stream" (the stream's ARN),
+// "shard" (<arn>:<shardId>), "worker" (<arn>:worker:<id>), "roster"
+// (<arn>:roster:<n>), "registration" (<arn>:registration:<consumer>);
+// a Scan is "scan", a request of no item "" (DescribeTable), and a key of
+// another layout "other". A BatchGetItem is classed by its first key.
+func leaseKeyClass(arn string) func(op string, body []byte) string {
+	return func(op string, body []byte) string {
+		if op == "Scan" {
+			return "scan"
+		}
+		var req struct {
+			Key, Item    map[string]struct{ S string }
+			RequestItems map[string]struct {
+				Keys []map[string]struct{ S string }
+			}
+		}
+		if json.Unmarshal(body, &req) != nil {
+			return "other"
+		}
+		key, ok := req.Key["leaseKey"]
+		if !ok {
+			key, ok = req.Item["leaseKey"]
+		}
+		for _, r := range req.RequestItems {
+			if len(r.Keys) > 0 && !ok {
+				key, ok = r.Keys[0]["leaseKey"]
+			}
+		}
+		if !ok {
+			return ""
+		}
+		rest, ours := strings.CutPrefix(key.S, arn)
+		switch {
+		case !ours:
+			return "other"
+		case rest == "":
+			return "stream"
+		case strings.HasPrefix(rest, ":worker:"):
+			return "worker"
+		case strings.HasPrefix(rest, ":roster:"):
+			return "roster"
+		case strings.HasPrefix(rest, ":registration:"):
+			return "registration"
+		case strings.HasPrefix(rest, ":shardId-"):
+			return "shard"
+		}
+		return "other"
+	}
+}
+
+// produceToEveryShard writes a small record to every shard of stream every
+// tick, by PutRecords through the fake's client (each record's explicit
+// hash key the first of its shard), until b ends.
+func produceToEveryShard(b *testing.B, srv *kinesisfake.Server, stream string, tick time.Duration) {
+	shards, err := srv.Shards(stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := srv.NewClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() {
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+			for batch := range slices.Chunk(shards, 500) {
+				entries := make([]types.PutRecordsRequestEntry, len(batch))
+				for i, sh := range batch {
+					entries[i] = types.PutRecordsRequestEntry{
+						Data:            fmt.Appendf(nil, "%s-%d", aws.ToString(sh.ShardId), n),
+						PartitionKey:    aws.String("pk"),
+						ExplicitHashKey: sh.HashKeyRange.StartingHashKey,
+					}
+				}
+				if _, err := client.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(stream), Records: entries}); err != nil && ctx.Err() == nil {
+					b.Errorf("producing: %v", err)
+					return
+				}
+			}
+		}
+	})
 }
 
 // spreadOf is how many shards each instance holds ("" for free ones).
