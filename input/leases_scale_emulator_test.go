@@ -174,7 +174,7 @@ func tallyClasses(c0 map[string]int64, u0 map[string]float64, c1 map[string]int6
 		t.rate[k] = float64(n-c0[k]) / secs
 		t.units[k] = (u1[k] - u0[k]) / secs
 		t.calls += t.rate[k]
-		if isWriteOp(op) {
+		if ddbcost.IsWrite(op) {
 			t.wru += t.units[k]
 		} else {
 			t.rru += t.units[k]
@@ -202,15 +202,6 @@ func (t classTally) table() string {
 		fmt.Fprintf(&sb, "  %-26s %8.2f calls/s %8.2f units/s\n", strings.TrimSuffix(k, "/"), t.rate[k], t.units[k])
 	}
 	return sb.String()
-}
-
-// isWriteOp tells the operations whose units are write units.
-func isWriteOp(op string) bool {
-	switch op {
-	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
-		return true
-	}
-	return false
 }
 
 // leaseKeyClass classes the DynamoDB requests of the lease table of the

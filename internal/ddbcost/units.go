@@ -49,3 +49,15 @@ func WriteUnits(sizeBytes int) float64 {
 func chunks(size, unit int) int {
 	return max(1, (size+unit-1)/unit)
 }
+
+// IsWrite tells the operations whose capacity is counted in write units
+// (PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems)
+// from those counted in read units: what a tally of units by operation
+// needs to price them.
+func IsWrite(op string) bool {
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
+		return true
+	}
+	return false
+}

@@ -45,3 +45,14 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestIsWrite(t *testing.T) {
+	for op, want := range map[string]bool{
+		"PutItem": true, "UpdateItem": true, "DeleteItem": true, "BatchWriteItem": true, "TransactWriteItems": true,
+		"GetItem": false, "BatchGetItem": false, "Scan": false, "Query": false, "DescribeTable": false,
+	} {
+		if got := IsWrite(op); got != want {
+			t.Errorf("IsWrite(%s) = %v, want %v", op, got, want)
+		}
+	}
+}
