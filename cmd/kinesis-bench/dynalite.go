@@ -10,10 +10,11 @@ import (
 )
 
 // startDynalite starts dynalite with internal/emulator, the tests' way (its
-// npm install, loopback port and preload), outside a test: benchTB stands
-// in for the testing.TB the package wants. stop kills it and removes what
-// it left behind.
-func startDynalite() (ddb *emulator.DynamoDB, stop func(), err error) {
+// npm install, loopback port and preload), outside a test, behind the
+// tests' proxy that counts the calls and the capacity units they consume:
+// benchTB stands in for the testing.TB the package wants. Clients go to the
+// proxy's Endpoint. stop kills both and removes what they left behind.
+func startDynalite() (proxy *emulator.DynamoDBProxy, stop func(), err error) {
 	tb := &benchTB{}
 	defer func() {
 		if r := recover(); r != nil {
@@ -22,11 +23,11 @@ func startDynalite() (ddb *emulator.DynamoDB, stop func(), err error) {
 				panic(r)
 			}
 			tb.cleanup()
-			ddb, stop, err = nil, nil, fmt.Errorf("dynalite: %s", f)
+			proxy, stop, err = nil, nil, fmt.Errorf("dynalite: %s", f)
 		}
 	}()
-	ddb = emulator.Dynalite(tb)
-	return ddb, tb.cleanup, nil
+	proxy = emulator.NewDynamoDBProxy(tb, emulator.Dynalite(tb))
+	return proxy, tb.cleanup, nil
 }
 
 // benchTB is the part of testing.TB that internal/emulator calls. The

@@ -29,7 +29,9 @@ import (
 // leases over). Each instance's /metrics is scraped every second, and the
 // dashboard's main panels are drawn from the scrapes: lag per stream,
 // records read per second per instance, owned shards per instance, lease
-// moves by cause.
+// moves by cause. At the end it prints what the lease table took: the
+// DynamoDB calls and units a second, counted at a proxy in front of
+// dynalite, and their monthly cost on demand per shard and per instance.
 
 // fleetStream is a stream of the fleet run: its shards, the backlog it holds
 // at the start and the records written to it each second from then on.
@@ -122,6 +124,7 @@ func runFleet(stdout, stderr io.Writer, bin string, duration time.Duration, plot
 			}
 		}
 	}()
+	calls0, units0 := ddb.Calls()
 	start := time.Now()
 	since := func() float64 { return time.Since(start).Seconds() }
 	joinAt, stopAt := duration/6, duration*2/3
@@ -157,6 +160,8 @@ func runFleet(stdout, stderr io.Writer, bin string, duration time.Duration, plot
 			}
 		}
 	}
+	calls1, units1 := ddb.Calls()
+	ran := time.Since(start)
 	for _, in := range instances {
 		if !in.stopping {
 			in.stop()
@@ -177,6 +182,7 @@ func runFleet(stdout, stderr io.Writer, bin string, duration time.Duration, plot
 
 	panels := fleetPanels(instances)
 	printFleet(stdout, instances, panels, marks)
+	printFleetDynamoDB(stdout, tallyDynamoDB(calls0, units0, calls1, units1, ran), instances)
 	if plotDir == "" {
 		return nil
 	}
