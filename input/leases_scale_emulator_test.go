@@ -1,6 +1,7 @@
 package input
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -127,79 +128,45 @@ func benchLeaseScale(b *testing.B, f scaleFleet, busy bool) {
 
 	time.Sleep(f.period) // settle
 	c0, u0 := proxy.CallsByClass()
-	r0 := read.Load()
+	read0 := read.Load()
 	time.Sleep(window)
 	c1, u1 := proxy.CallsByClass()
-	r1 := read.Load()
+	read1 := read.Load()
 	b.StopTimer()
-	t := tallyClasses(c0, u0, c1, u1, window)
-	month := ddbcost.Monthly(t.wru, t.rru)
+	r := emulator.RatesBetween(c0, u0, c1, u1, window)
+	scans := c1["Scan/scan"] - c0["Scan/scan"]
+	month := ddbcost.Monthly(r.WriteUnits, r.ReadUnits)
 	state := "idle shards"
 	if busy {
-		state = fmt.Sprintf("busy shards, %.0f records/s read", float64(r1-r0)/window.Seconds())
+		state = fmt.Sprintf("busy shards, %.0f records/s read", float64(read1-read0)/window.Seconds())
 	}
-	b.Logf("steady state, %s: %.1f DynamoDB calls/s, %.1f write and %.1f read units/s; $%.2f a month: $%.4f per shard, $%.2f per instance", state, t.calls, t.wru, t.rru, month, month/float64(f.shards), month/float64(f.instances))
-	b.Logf("by operation/class, calls/s and units/s:\n%s", t.table())
-	checkpoints := ddbcost.Monthly(t.units["UpdateItem/shard"], 0)
+	b.Logf("steady state, %s: %.1f DynamoDB calls/s, %.1f write and %.1f read units/s; $%.2f a month: $%.4f per shard, $%.2f per instance", state, r.AllCalls, r.WriteUnits, r.ReadUnits, month, month/float64(f.shards), month/float64(f.instances))
+	b.Logf("by operation/class, calls/s and units/s:\n%s", classTable(r))
+	checkpoints := ddbcost.Monthly(r.Units["UpdateItem/shard"], 0)
 	b.Logf("UpdateItem on shard items (checkpoints): %.1f calls/s, %.1f write units/s, $%.2f a month ($%.4f per shard); Scan calls in the %v window: %d",
-		t.rate["UpdateItem/shard"], t.units["UpdateItem/shard"], checkpoints, checkpoints/float64(f.shards), window, t.scans)
+		r.Calls["UpdateItem/shard"], r.Units["UpdateItem/shard"], checkpoints, checkpoints/float64(f.shards), window, scans)
 	b.ReportMetric(balanced.Seconds(), "s-to-balance")
 	b.ReportMetric(balanced.Seconds()/f.period.Seconds(), "periods-to-balance")
-	b.ReportMetric(t.calls, "ddb-calls/s")
+	b.ReportMetric(r.AllCalls, "ddb-calls/s")
 	b.ReportMetric(month/float64(f.shards), "$/shard/month")
 	b.ReportMetric(month/float64(f.instances), "$/instance/month")
 	if busy {
 		b.ReportMetric(checkpoints/float64(f.shards), "checkpoint-$/shard/month")
-		b.ReportMetric(float64(t.scans), "scans/window")
+		b.ReportMetric(float64(scans), "scans/window")
 	}
 }
 
-// classTally is a window's DynamoDB calls and units by "op/class", per
-// second.
-type classTally struct {
-	rate, units map[string]float64 // per second, by "op/class"
-	calls       float64            // every call a second
-	wru, rru    float64            // write and read units a second
-	scans       int64              // Scan calls in the window
-}
-
-func tallyClasses(c0 map[string]int64, u0 map[string]float64, c1 map[string]int64, u1 map[string]float64, window time.Duration) classTally {
-	secs := window.Seconds()
-	t := classTally{rate: map[string]float64{}, units: map[string]float64{}}
-	for k, n := range c1 {
-		if n == c0[k] {
-			continue
-		}
-		op, _, _ := strings.Cut(k, "/")
-		t.rate[k] = float64(n-c0[k]) / secs
-		t.units[k] = (u1[k] - u0[k]) / secs
-		t.calls += t.rate[k]
-		if ddbcost.IsWrite(op) {
-			t.wru += t.units[k]
-		} else {
-			t.rru += t.units[k]
-		}
-		if op == "Scan" {
-			t.scans += n - c0[k]
-		}
-	}
-	return t
-}
-
-// table lays the tally out a line per "op/class", most calls first.
-func (t classTally) table() string {
-	keys := slices.SortedFunc(maps.Keys(t.rate), func(a, b string) int {
-		if t.rate[a] != t.rate[b] {
-			if t.rate[a] > t.rate[b] {
-				return -1
-			}
-			return 1
+// classTable lays rates by "op/class" out a line each, most calls first.
+func classTable(r emulator.Rates) string {
+	keys := slices.SortedFunc(maps.Keys(r.Calls), func(a, b string) int {
+		if c := cmp.Compare(r.Calls[b], r.Calls[a]); c != 0 {
+			return c
 		}
 		return strings.Compare(a, b)
 	})
 	var sb strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&sb, "  %-26s %8.2f calls/s %8.2f units/s\n", strings.TrimSuffix(k, "/"), t.rate[k], t.units[k])
+		fmt.Fprintf(&sb, "  %-26s %8.2f calls/s %8.2f units/s\n", strings.TrimSuffix(k, "/"), r.Calls[k], r.Units[k])
 	}
 	return sb.String()
 }

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/kinesisfake"
 )
 
@@ -182,7 +183,7 @@ func runFleet(stdout, stderr io.Writer, bin string, duration time.Duration, plot
 
 	panels := fleetPanels(instances)
 	printFleet(stdout, instances, panels, marks)
-	printFleetDynamoDB(stdout, tallyDynamoDB(calls0, units0, calls1, units1, ran), instances)
+	printFleetDynamoDB(stdout, emulator.RatesBetween(calls0, units0, calls1, units1, ran), instances)
 	if plotDir == "" {
 		return nil
 	}

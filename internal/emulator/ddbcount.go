@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -201,4 +202,37 @@ func (p *DynamoDBProxy) keyOf(ctx context.Context, table string, item map[string
 		key[n] = item[n]
 	}
 	return key
+}
+
+// Rates is what a proxy counted between two readings of Calls or
+// CallsByClass, a second: calls and units by the readings' key ("op" or
+// "op/class"), and the units of every key summed as write units or read
+// units by their operation (ddbcost.IsWrite), what prices them.
+type Rates struct {
+	Calls, Units          map[string]float64
+	AllCalls              float64
+	WriteUnits, ReadUnits float64
+}
+
+// RatesBetween is the rates of the calls and units counted from the first
+// reading (c0, u0) to the second (c1, u1), taken d apart. Keys without a
+// call in between are left out.
+func RatesBetween(c0 map[string]int64, u0 map[string]float64, c1 map[string]int64, u1 map[string]float64, d time.Duration) Rates {
+	secs := d.Seconds()
+	r := Rates{Calls: map[string]float64{}, Units: map[string]float64{}}
+	for k, n := range c1 {
+		if n == c0[k] {
+			continue
+		}
+		op, _, _ := strings.Cut(k, "/")
+		r.Calls[k] = float64(n-c0[k]) / secs
+		r.Units[k] = (u1[k] - u0[k]) / secs
+		r.AllCalls += r.Calls[k]
+		if ddbcost.IsWrite(op) {
+			r.WriteUnits += r.Units[k]
+		} else {
+			r.ReadUnits += r.Units[k]
+		}
+	}
+	return r
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,21 @@ func TestDynamoDBProxyCountsByClass(t *testing.T) {
 	byOp, opUnits := p.Calls()
 	if byOp["PutItem"] != 3 || opUnits["PutItem"] != 5 {
 		t.Errorf("PutItem: %d calls and %v units by operation, want 3 and 5", byOp["PutItem"], opUnits["PutItem"])
+	}
+}
+
+func TestRatesBetween(t *testing.T) {
+	c0 := map[string]int64{"UpdateItem/shard": 10, "Scan/scan": 4, "DescribeTable/": 1}
+	u0 := map[string]float64{"UpdateItem/shard": 10, "Scan/scan": 8}
+	c1 := map[string]int64{"UpdateItem/shard": 30, "Scan/scan": 6, "DescribeTable/": 1, "GetItem/worker": 2}
+	u1 := map[string]float64{"UpdateItem/shard": 30, "Scan/scan": 12, "GetItem/worker": 1}
+	r := RatesBetween(c0, u0, c1, u1, 2*time.Second)
+	want := Rates{
+		Calls:    map[string]float64{"UpdateItem/shard": 10, "Scan/scan": 1, "GetItem/worker": 1},
+		Units:    map[string]float64{"UpdateItem/shard": 10, "Scan/scan": 2, "GetItem/worker": 0.5},
+		AllCalls: 12, WriteUnits: 10, ReadUnits: 2.5,
+	}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("RatesBetween = %+v, want %+v", r, want)
 	}
 }
