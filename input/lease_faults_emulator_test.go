@@ -341,9 +341,11 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	t.Parallel()
 	srv := inputtest.NewFake(t, kinesisfake.Stream("orders", 1))
 	d := emulator.Dynalite(t)
-	// a reaches the table through a proxy, whose Scan calls are a's lease
-	// cycles (the test's own calls go to dynalite directly).
+	// a reaches the table through a proxy, whose reads of the stream's
+	// item are a's lease cycles (a poll each; the test's own calls go to
+	// dynalite directly).
 	proxy := emulator.NewDynamoDBProxy(t, d)
+	proxy.Classify(leaseKeyClass(srv.StreamARN("orders")))
 	const table = "handx"
 	yaml := fakeYAML(srv, "orders", fmt.Sprintf(`
   commit_period: 100ms
@@ -356,8 +358,8 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 	inputtest.WaitUntil(t, 20*time.Second, func() bool { return spread(owners(t, d, table))["a"] == 1 })
 	// a's reader is blocked: it reads no more while the output holds.
 	inputtest.WaitUntil(t, 20*time.Second, steady(func() int { return srv.Calls("GetRecords") }, time.Second))
-	scans := func() int { c, _ := proxy.Calls(); return int(c["Scan"]) }
-	// scanned waits until a has started n lease cycles (a Scan each) since
+	scans := func() int { c, _ := proxy.CallsByClass(); return int(c["GetItem/stream"]) }
+	// scanned waits until a has started n lease cycles (a poll each) since
 	// it was called.
 	scanned := func(n int) {
 		t.Helper()
@@ -371,14 +373,23 @@ func TestLeasesHandoffDoesNotWaitForABatchNeverHandedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := srv.StreamARN("orders")
-	if err := tb.Heartbeat(ctx, arn, "b", lease.Presence{Nonce: "nonce-b"}, false); err != nil {
+	// b lives, as an instance of this build: it published its presence
+	// and beats in the roster.
+	if err := tb.Heartbeat(ctx, arn, "b", lease.Presence{Nonce: "nonce-b", Roster: true, Profile: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	beat, err := tb.Beat(ctx, arn, "b", lease.Beat{Nonce: "nonce-b", Profile: 1, Bucket: -1}, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_ = tb.Heartbeat(ctx, arn, "b", lease.Presence{Nonce: "nonce-b"}, false)
+			beat.Counter++
+			if b, err := tb.Beat(ctx, arn, "b", beat, false); err == nil {
+				beat = b
+			}
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():

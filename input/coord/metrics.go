@@ -13,6 +13,7 @@ type Metrics struct {
 	OwnedShards    *service.MetricGauge
 
 	LeasesTaken      *service.MetricCounter // free or expired leases taken
+	LeaseScans       *service.MetricCounter // scans of the stream's lease items
 	LeasesStolen     *service.MetricCounter // leases asked of a live holder and received
 	LeasesLost       *service.MetricCounter // held leases found taken by another instance
 	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
@@ -41,6 +42,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		CommitFailures:   metricdef.CommitFailures.Counter(m),
 		OwnedShards:      metricdef.OwnedShards.Gauge(m),
 		LeasesTaken:      metricdef.LeasesTaken.Counter(m),
+		LeaseScans:       metricdef.LeaseScans.Counter(m),
 		LeasesStolen:     metricdef.LeasesStolen.Counter(m),
 		LeasesLost:       metricdef.LeasesLost.Counter(m),
 		LeasesHandedOver: metricdef.LeasesHandedOver.Counter(m),

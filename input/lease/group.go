@@ -171,6 +171,32 @@ func (g *grouped) Leave(ctx context.Context, streamARN, me string) error {
 	return g.st.Leave(ctx, g.id(streamARN), me)
 }
 
+func (g *grouped) Poll(ctx context.Context, streamARN string) (Poll, error) {
+	p, err := g.st.Poll(ctx, g.id(streamARN))
+	if p.Stream != nil {
+		st := *p.Stream
+		st.ARN = g.arn(st.ARN)
+		p.Stream = &st
+	}
+	return p, err
+}
+
+func (g *grouped) Beat(ctx context.Context, streamARN, me string, b Beat, takeOver bool) (Beat, error) {
+	return g.st.Beat(ctx, g.id(streamARN), me, b, takeOver)
+}
+
+func (g *grouped) GetBeat(ctx context.Context, streamARN string, bucket int, id string) (Beat, bool, error) {
+	return g.st.GetBeat(ctx, g.id(streamARN), bucket, id)
+}
+
+func (g *grouped) RemoveBeat(ctx context.Context, streamARN string, seen Beat) (bool, error) {
+	return g.st.RemoveBeat(ctx, g.id(streamARN), seen)
+}
+
+func (g *grouped) LeaveRoster(ctx context.Context, streamARN, me string, bucket int) error {
+	return g.st.LeaveRoster(ctx, g.id(streamARN), me, bucket)
+}
+
 func (g *grouped) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {
 	return g.st.ClaimRegistration(ctx, g.id(streamARN), consumer, me)
 }

@@ -39,10 +39,17 @@ const (
 	attrConfig       = "pipelineConfig"         // worker items: a digest of each part of the pipeline's config
 	attrHeld         = "leasesHeld"             // worker items: the shards whose leases the heartbeat renews
 	attrBorn         = "workerBorn"             // worker items: a random id of the heartbeat that wrote the item anew
+	attrRosterBeats  = "beatsInRoster"          // worker items: the instance beats in the stream's roster (see roster.go)
+	attrProfile      = "profile"                // worker items: the number its beats name it by (Beat.Profile)
+	attrHandedOver   = "handedOver"             // shard items: handed over by its last holder, not taken up yet
+	attrChanges      = "leaseChanges"           // stream items: moved by every change of a lease's owner (see Announce)
+	attrRosters      = "rosters"                // stream items: how many roster items the stream's instances beat in
+	attrBeats        = "beats"                  // roster items: each instance's beat, by instance id
 	kindShard        = "shard"
 	kindStream       = "stream"
 	kindWorker       = "worker"
 	kindRegistration = "registration"
+	kindRoster       = "roster"
 	shardEnd         = "SHARD_END"
 	timestampEncoder = time.RFC3339Nano
 )
@@ -67,6 +74,15 @@ type Shard struct {
 	// HandoffNonce the nonce of its process (empty when not written).
 	HandoffTo    string
 	HandoffNonce string
+	// HandedOver is set by a handover and cleared by the take that takes
+	// the lease up: until then, its new owner's beats do not renew it
+	// (it holds it by its item alone).
+	HandedOver bool
+	// LastWrite is the id of the holder's last write (Write.ID); a take
+	// clears it. So a counter that moved with no LastWrite was moved by a
+	// take, and one with a LastWrite by the holder's own writes
+	// (checkpoints), which change no owner.
+	LastWrite string
 	// Created is the creation time of the stream the shard belongs to, as
 	// the instance that created or replaced the item knew it; zero when it
 	// did not (registration none describes no stream) or when an older
@@ -102,6 +118,13 @@ type Stream struct {
 	Start checkpoint.Start
 	// Pinned is set once the first shards' items hold Start.
 	Pinned bool
+	// Changes moves with every change of the owner of one of the stream's
+	// leases (a take, an ask, a handover, a release, an item created,
+	// deleted or set): an instance scans the stream's items again only when
+	// it moved (see Store.Poll). Checkpoints do not move it.
+	Changes int64
+	// Rosters is how many roster items the stream's instances beat in.
+	Rosters int
 	// Malformed says why the item in the table could not be read (a hand
 	// edit: a streamCreated or startTimestamp that is no time), the other
 	// fields then zero: its reader replaces it, as that of a stream
@@ -138,6 +161,16 @@ type Worker struct {
 	// the instance owns.
 	Held   map[string]bool
 	Listed bool
+	// Roster is set on the item of an instance that beats in the stream's
+	// roster (see Beat), whose counter moves only with what it publishes
+	// (Presence); unset, the instance is of a version that beat by moving
+	// this item's counter, and Held says what its beats renew.
+	Roster bool
+	// Profile is the number of this writing of the item (Presence.Profile).
+	Profile int64
+	// Bucket is the roster item the instance beats in, when the worker
+	// is its beat as polled (not set on a worker item as read).
+	Bucket int
 }
 
 // Presence is what an instance's heartbeat publishes on a stream.
@@ -158,6 +191,11 @@ type Presence struct {
 	// a worker item written anew starts its counter past every value an
 	// item of the process had (see counterBase).
 	Beat int64
+	// Roster marks the item as one of an instance that beats in the
+	// stream's roster (Worker.Roster), and Profile is the number its beats
+	// name this writing of it by (Beat.Profile).
+	Roster  bool
+	Profile int64
 	// Born is a random id of this heartbeat (NewWriteID), kept as the
 	// item's Worker.Born if it writes the item anew. Counters alone do not
 	// tell items apart: a heartbeat held up on its way, or applied twice
@@ -185,7 +223,9 @@ func counterBase(p Presence) int64 {
 // measured.
 func decodeWorker(item map[string]types.AttributeValue) Worker {
 	n, _ := getN(item, attrCounter)
-	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce), Born: getS(item, attrBorn)}
+	w := Worker{ID: getS(item, attrOwner), Counter: n, Nonce: getS(item, attrNonce), Born: getS(item, attrBorn),
+		Roster: getBool(item, attrRosterBeats)}
+	w.Profile, _ = getN(item, attrProfile)
 	if l, ok := item[attrHeld].(*types.AttributeValueMemberL); ok {
 		w.Listed = true
 		w.Held = make(map[string]bool, len(l.Value))
@@ -376,6 +416,8 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 		OwnerNonce:   getS(item, attrOwnerNonce),
 		HandoffTo:    getS(item, attrHandoffTo),
 		HandoffNonce: getS(item, attrHandoffNonce),
+		HandedOver:   getBool(item, attrHandedOver),
+		LastWrite:    getS(item, attrWriteID),
 	}
 	key := getS(item, attrKey)
 	var err error
@@ -412,6 +454,9 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 
 func decodeStream(item map[string]types.AttributeValue) (Stream, error) {
 	s := Stream{ARN: getS(item, attrStream), Pinned: getBool(item, attrPinned)}
+	s.Changes, _ = getN(item, attrChanges)
+	rosters, _ := getN(item, attrRosters)
+	s.Rosters = int(min(max(rosters, 0), maxRosters))
 	key := getS(item, attrKey)
 	created, err := getTime(item, attrCreated)
 	if err != nil {

@@ -28,6 +28,9 @@ type Memory struct {
 	items   map[string]map[string]types.AttributeValue
 	fails   map[string]error
 	failAll error
+	// usage is what the calls consumed, by operation and class of item
+	// (see Usage).
+	usage map[string]Usage
 }
 
 // NewMemory returns an empty in-memory lease table.
@@ -125,7 +128,8 @@ func (m *Memory) Workers() []Worker {
 }
 
 // SetShard plants the item of s as it is (owner, counter and handoff
-// included), over any item of its key, and is never made to fail.
+// included), over any item of its key, and is never made to fail. It
+// announces the change, as the checkpoint command's writes do.
 func (m *Memory) SetShard(s Shard) {
 	item := encodeShard(s)
 	if s.HandoffTo != "" {
@@ -137,15 +141,19 @@ func (m *Memory) SetShard(s Shard) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.items[s.Key()] = item
+	m.announce(s.Stream)
 }
 
 // SetItem plants an item as it is, attribute by attribute, over any item of
 // its leaseKey: one no instance writes (another type, another schema), to
-// see how it is read. It is never made to fail.
+// see how it is read. It is never made to fail. It announces a change of
+// the stream the item names (streamArn), as if made with the checkpoint
+// command: an edit by hand is seen at the next safety scan.
 func (m *Memory) SetItem(item map[string]types.AttributeValue) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.items[getS(item, attrKey)] = maps.Clone(item)
+	m.announce(getS(item, attrStream))
 }
 
 // free reports whether an item's lease is free: no leaseOwner, or an empty

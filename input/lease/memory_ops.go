@@ -28,6 +28,7 @@ func (m *Memory) scan(ctx context.Context, op, streamARN string) (Scan, error) {
 		return Scan{}, err
 	}
 	defer m.mu.Unlock()
+	m.chargeScan(op == "ScanConsistent")
 	var out Scan
 	for _, key := range slices.Sorted(maps.Keys(m.items)) {
 		if item := m.items[key]; eqS(item, attrStream, streamARN) {
@@ -49,6 +50,7 @@ func (m *Memory) Get(ctx context.Context, streamARN, shardID string) (s Shard, o
 	}
 	defer m.mu.Unlock()
 	item := m.items[ShardKey(streamARN, shardID)]
+	m.chargeGet(ShardKey(streamARN, shardID), true)
 	if item == nil {
 		return Shard{}, false, nil
 	}
@@ -68,10 +70,14 @@ func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
 	defer m.mu.Unlock()
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
 	if existing := m.items[s.Key()]; existing != nil {
+		m.chargeWrite("PutItem", s.Key(), existing)
+		m.chargeGet(s.Key(), true)
 		got, err := decodeShard(existing)
 		return got, m.wrap(err)
 	}
 	m.items[s.Key()] = encodeShard(s)
+	m.chargeWrite("PutItem", s.Key(), nil)
+	m.announce(s.Stream)
 	return s, nil
 }
 
@@ -85,6 +91,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	defer m.mu.Unlock()
 	key := ShardKey(streamARN, shardID)
 	item := m.items[key]
+	defer m.chargeWrite("UpdateItem", key, item)
 	held := eqS(item, attrOwner, me) && (eqN(item, attrCounter, counter) ||
 		(w.After != "" && eqN(item, attrCounter, counter+1) && eqS(item, attrWriteID, w.After)))
 	handover := w.Release && w.HandOver != ""
@@ -112,6 +119,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	switch {
 	case handover:
 		sets[attrOwner] = str(w.HandOver)
+		sets[attrHandedOver] = &types.AttributeValueMemberBOOL{Value: true}
 		if w.HandOverNonce != "" {
 			sets[attrOwnerNonce] = str(w.HandOverNonce)
 		} else {
@@ -122,6 +130,9 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	}
 	item = update(item, sets, removes...)
 	m.items[key] = item
+	if w.Release {
+		m.announce(streamARN)
+	}
 	return decodeShard(item)
 }
 
@@ -134,6 +145,7 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 	}
 	defer m.mu.Unlock()
 	item := m.items[s.Key()]
+	m.chargeWrite("UpdateItem", s.Key(), item) // the larger of before and after: a take changes no size that matters
 	owner := free(item)
 	if s.Owner != "" {
 		owner = eqS(item, attrOwner, s.Owner)
@@ -141,11 +153,12 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 	if !owner || !eqN(item, attrCounter, s.Counter) {
 		return Shard{}, ErrLost
 	}
-	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce, attrWriteID)
+	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce, attrWriteID, attrHandedOver)
 	if nonce != "" {
 		item[attrOwnerNonce] = str(nonce)
 	}
 	m.items[s.Key()] = item
+	m.announce(s.Stream)
 	return decodeShard(item)
 }
 
@@ -157,6 +170,7 @@ func (m *Memory) Ask(ctx context.Context, s Shard, me, nonce string) error {
 	}
 	defer m.mu.Unlock()
 	item := m.items[s.Key()]
+	defer m.chargeWrite("UpdateItem", s.Key(), item)
 	if !eqS(item, attrOwner, s.Owner) || has(item, attrHandoffTo) {
 		return ErrLost
 	}
@@ -165,6 +179,7 @@ func (m *Memory) Ask(ctx context.Context, s Shard, me, nonce string) error {
 		item[attrHandoffNonce] = str(nonce)
 	}
 	m.items[s.Key()] = item
+	m.announce(s.Stream)
 	return nil
 }
 
@@ -174,8 +189,11 @@ func (m *Memory) Withdraw(ctx context.Context, s Shard, me string) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	if item := m.items[s.Key()]; eqS(item, attrHandoffTo, me) {
+	item := m.items[s.Key()]
+	defer m.chargeWrite("UpdateItem", s.Key(), item)
+	if eqS(item, attrHandoffTo, me) {
 		m.items[s.Key()] = update(item, nil, attrHandoffTo, attrHandoffNonce)
+		m.announce(s.Stream)
 	}
 	return nil
 }
@@ -187,8 +205,10 @@ func (m *Memory) Delete(ctx context.Context, streamARN, shardID string) error {
 	}
 	defer m.mu.Unlock()
 	key := ShardKey(streamARN, shardID)
-	if free(m.items[key]) {
+	defer m.chargeWrite("DeleteItem", key, m.items[key])
+	if item := m.items[key]; item != nil && free(item) {
 		delete(m.items, key)
+		m.announce(streamARN)
 	}
 	return nil
 }
@@ -200,12 +220,15 @@ func (m *Memory) Replace(ctx context.Context, s Shard, was string) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	m.chargeGet(s.Key(), true)
+	defer m.chargeWrite("PutItem", s.Key(), m.items[s.Key()])
 	next, _, ok, err := replacing(m.items[s.Key()], was, s.Created)
 	if err != nil || !ok {
 		return m.wrap(err)
 	}
 	s.Owner, s.HandoffTo, s.Counter = "", "", next
 	m.items[s.Key()] = encodeShard(s)
+	m.announce(s.Stream)
 	return nil
 }
 
@@ -218,6 +241,7 @@ func (m *Memory) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 	}
 	defer m.mu.Unlock()
 	item := m.items[s.Key()]
+	defer m.chargeWrite("PutItem", s.Key(), item)
 	s.Owner, s.HandoffTo, s.Counter = "", "", 0
 	switch {
 	case prev == nil && item != nil:
@@ -228,6 +252,7 @@ func (m *Memory) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 		s.Counter = prev.Counter + 1
 	}
 	m.items[s.Key()] = encodeShard(s)
+	m.announce(s.Stream)
 	return nil
 }
 
@@ -238,16 +263,18 @@ func (m *Memory) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard)
 		return err
 	}
 	defer m.mu.Unlock()
+	defer m.chargeWrite("PutItem", was.Key, m.items[was.Key])
 	if !stillAsRead(m.items[was.Key], was) {
 		return ErrLost
 	}
 	if s == nil {
 		delete(m.items, was.Key)
-		return nil
+	} else {
+		c := *s
+		c.Owner, c.HandoffTo, c.Counter = "", "", 1
+		m.items[was.Key] = encodeShard(c)
 	}
-	c := *s
-	c.Owner, c.HandoffTo, c.Counter = "", "", 1
-	m.items[was.Key] = encodeShard(c)
+	m.announce(brokenStream(was, s))
 	return nil
 }
 
@@ -259,10 +286,13 @@ func (m *Memory) PutStream(ctx context.Context, s Stream) (Stream, bool, error) 
 	}
 	defer m.mu.Unlock()
 	if existing := m.items[streamKey(s.ARN)]; existing != nil {
+		m.chargeWrite("PutItem", streamKey(s.ARN), existing)
+		m.chargeGet(streamKey(s.ARN), true)
 		got, err := decodeStream(existing)
 		return got, false, err
 	}
 	m.items[streamKey(s.ARN)] = encodeStream(s)
+	m.chargeWrite("PutItem", streamKey(s.ARN), nil)
 	return s, true, nil
 }
 
@@ -272,7 +302,17 @@ func (m *Memory) ReplaceStream(ctx context.Context, s Stream) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	m.items[streamKey(s.ARN)] = encodeStream(s)
+	item := encodeStream(s)
+	defer m.chargeWrite("UpdateItem", streamKey(s.ARN), m.items[streamKey(s.ARN)])
+	if old := m.items[streamKey(s.ARN)]; old != nil {
+		for _, k := range []string{attrChanges, attrRosters} {
+			if v, ok := old[k]; ok {
+				item[k] = v
+			}
+		}
+	}
+	m.items[streamKey(s.ARN)] = item
+	m.announce(s.ARN)
 	return nil
 }
 
@@ -286,6 +326,7 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence
 	defer m.mu.Unlock()
 	key := workerKey(streamARN, me)
 	item := m.items[key]
+	defer m.chargeWrite("UpdateItem", key, item)
 	if !takeOver && has(item, attrNonce) && !eqS(item, attrNonce, p.Nonce) {
 		return ErrDuplicateInstance
 	}
@@ -300,6 +341,10 @@ func (m *Memory) Heartbeat(ctx context.Context, streamARN, me string, p Presence
 	var remove []string
 	if p.Born != "" && !has(item, attrBorn) {
 		set[attrBorn] = str(p.Born)
+	}
+	if p.Roster {
+		set[attrRosterBeats] = &types.AttributeValueMemberBOOL{Value: true}
+		set[attrProfile] = num(p.Profile)
 	}
 	if p.Config != nil {
 		set[attrConfig] = encodeConfig(p.Config)
@@ -318,6 +363,7 @@ func (m *Memory) GetWorker(ctx context.Context, streamARN, id string) (w Worker,
 	}
 	defer m.mu.Unlock()
 	item := m.items[workerKey(streamARN, id)]
+	m.chargeGet(workerKey(streamARN, id), true)
 	if item == nil {
 		return Worker{}, false, nil
 	}
@@ -333,6 +379,7 @@ func (m *Memory) RemoveWorker(ctx context.Context, streamARN string, seen Worker
 	}
 	defer m.mu.Unlock()
 	key := workerKey(streamARN, seen.ID)
+	defer m.chargeWrite("DeleteItem", key, m.items[key])
 	if item := m.items[key]; item != nil && eqN(item, attrCounter, seen.Counter) && getS(item, attrBorn) == seen.Born {
 		delete(m.items, key)
 		return true, nil
@@ -346,6 +393,7 @@ func (m *Memory) Leave(ctx context.Context, streamARN, me string) error {
 		return err
 	}
 	defer m.mu.Unlock()
+	defer m.chargeWrite("DeleteItem", workerKey(streamARN, me), m.items[workerKey(streamARN, me)])
 	delete(m.items, workerKey(streamARN, me))
 	return nil
 }
@@ -358,6 +406,7 @@ func (m *Memory) ClaimRegistration(ctx context.Context, streamARN, consumer, me 
 	}
 	defer m.mu.Unlock()
 	key := registrationKey(streamARN, consumer)
+	defer m.chargeWrite("PutItem", key, m.items[key])
 	if item := m.items[key]; item != nil && !eqS(item, attrOwner, me) {
 		return false, nil
 	}
@@ -373,6 +422,7 @@ func (m *Memory) DropRegistration(ctx context.Context, streamARN, consumer strin
 		return err
 	}
 	defer m.mu.Unlock()
+	defer m.chargeWrite("DeleteItem", registrationKey(streamARN, consumer), m.items[registrationKey(streamARN, consumer)])
 	delete(m.items, registrationKey(streamARN, consumer))
 	return nil
 }

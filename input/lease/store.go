@@ -37,6 +37,13 @@ type Store interface {
 	RemoveWorker(ctx context.Context, streamARN string, seen Worker) (removed bool, err error)
 	Leave(ctx context.Context, streamARN, me string) error
 
+	// The roster: the beats of the instances, and what a cycle reads.
+	Poll(ctx context.Context, streamARN string) (Poll, error)
+	Beat(ctx context.Context, streamARN, me string, b Beat, takeOver bool) (Beat, error)
+	GetBeat(ctx context.Context, streamARN string, bucket int, id string) (Beat, bool, error)
+	RemoveBeat(ctx context.Context, streamARN string, seen Beat) (bool, error)
+	LeaveRoster(ctx context.Context, streamARN, me string, bucket int) error
+
 	// Registration items: who registers a stream consumer.
 	ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error)
 	DropRegistration(ctx context.Context, streamARN, consumer string) error

@@ -22,8 +22,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,6 +69,17 @@ type API interface {
 type Table struct {
 	api  API
 	name string
+
+	mu sync.Mutex
+	// rosters is how many roster items each stream had at its last poll;
+	// owed the streams whose change counter a failed announcement owes a
+	// move (see announce).
+	rosters map[string]int
+	owed    map[string]bool
+}
+
+func newTable(api API, name string) *Table {
+	return &Table{api: api, name: name, rosters: map[string]int{}, owed: map[string]bool{}}
 }
 
 // Actions are the IAM actions the input needs on the table.
@@ -76,7 +89,7 @@ const Actions = "dynamodb:DescribeTable, dynamodb:Scan, dynamodb:GetItem, dynamo
 // (creating it, on-demand, when create is set and it is missing) and waits
 // until it is ACTIVE. Errors name the table and what to do.
 func Open(ctx context.Context, api API, name string, create bool) (*Table, error) {
-	t := &Table{api: api, name: name}
+	t := newTable(api, name)
 	for attempt := 0; ; attempt++ {
 		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		var missing *types.ResourceNotFoundException
@@ -115,7 +128,7 @@ func Open(ctx context.Context, api API, name string, create bool) (*Table, error
 // (no network yet, throttling) is no answer, and Check returns nil: Open,
 // retried, meets it.
 func Check(ctx context.Context, api API, name string, create bool) error {
-	t := &Table{api: api, name: name}
+	t := newTable(api, name)
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var missing *types.ResourceNotFoundException
 	switch {
@@ -314,11 +327,16 @@ func (t *Table) get(ctx context.Context, streamARN, shardID string) (s Shard, ok
 // getItem reads the item of key, strongly consistent: nil when there is
 // none. what names the read in an error.
 func (t *Table) getItem(ctx context.Context, key, what string) (map[string]types.AttributeValue, error) {
+	return t.readItem(ctx, key, true, what)
+}
+
+// readItem reads the item of key: nil when there is none.
+func (t *Table) readItem(ctx context.Context, key string, consistent bool, what string) (map[string]types.AttributeValue, error) {
 	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:              aws.String(t.name),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		Key:                    map[string]types.AttributeValue{attrKey: str(key)},
-		ConsistentRead:         aws.Bool(true),
+		ConsistentRead:         aws.Bool(consistent),
 	})
 	if err != nil {
 		return nil, t.fail(what, err)
@@ -335,6 +353,9 @@ func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
 	existing, err := t.putNew(ctx, encodeShard(s), "creating the item of shard "+s.ShardID)
 	if err != nil || existing == nil {
+		if err == nil {
+			t.announce(ctx, s.Stream)
+		}
 		return s, err
 	}
 	got, err := decodeShard(existing)
@@ -449,8 +470,9 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 			// its ask (it is stopping) must not be handed the lease, nor
 			// may a later process of its name that did not ask.
 			values[":to"] = str(w.HandOver)
-			names["#h"] = attrHandoffTo
-			sets = append(sets, "#o = :to")
+			values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
+			names["#h"], names["#ho"] = attrHandoffTo, attrHandedOver
+			sets = append(sets, "#o = :to", "#ho = :true")
 			cond += " AND #h = :to"
 			if w.HandOverNonce != "" {
 				names["#hn"] = attrHandoffNonce
@@ -479,10 +501,17 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if conditionFailed(err) {
-		return t.applied(ctx, streamARN, shardID, me, counter, w, token)
+		it, err := t.applied(ctx, streamARN, shardID, me, counter, w, token)
+		if err == nil && w.Release {
+			t.announce(ctx, streamARN)
+		}
+		return it, err
 	}
 	if err != nil {
 		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
+	}
+	if w.Release {
+		t.announce(ctx, streamARN)
 	}
 	return decodeShard(out.Attributes)
 }
@@ -532,9 +561,9 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 	} else {
 		values[":none"] = str("")
 	}
-	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on, #w"
+	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on, #w, #ho"
 	if nonce != "" {
-		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn, #w"
+		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn, #w, #ho"
 		values[":nonce"] = str(nonce)
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -544,7 +573,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 		UpdateExpression:       aws.String(update),
 		ConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames: map[string]string{"#o": attrOwner, "#on": attrOwnerNonce, "#c": attrCounter,
-			"#h": attrHandoffTo, "#hn": attrHandoffNonce, "#w": attrWriteID},
+			"#h": attrHandoffTo, "#hn": attrHandoffNonce, "#w": attrWriteID, "#ho": attrHandedOver},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
@@ -554,6 +583,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 	if err != nil {
 		return Shard{}, t.fail("taking the lease of shard "+s.ShardID, err)
 	}
+	t.announce(ctx, s.Stream)
 	return decodeShard(out.Attributes)
 }
 
@@ -584,6 +614,7 @@ func (t *Table) Ask(ctx context.Context, s Shard, me, nonce string) error {
 	if err != nil {
 		return t.fail("asking for the lease of shard "+s.ShardID, err)
 	}
+	t.announce(ctx, s.Stream)
 	return nil
 }
 
@@ -602,6 +633,9 @@ func (t *Table) Withdraw(ctx context.Context, s Shard, me string) error {
 	if err != nil && !conditionFailed(err) {
 		return t.fail("withdrawing the ask for the lease of shard "+s.ShardID, err)
 	}
+	if err == nil {
+		t.announce(ctx, s.Stream)
+	}
 	return nil
 }
 
@@ -619,6 +653,9 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 	if err != nil && !conditionFailed(err) {
 		return t.fail("deleting the item of shard "+shardID, err)
 	}
+	if err == nil {
+		t.announce(ctx, streamARN)
+	}
 	return nil
 }
 
@@ -634,9 +671,39 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {
 }
 
 // ReplaceStream overwrites the item of a stream: it was created again, or
-// its first shards are pinned.
+// its first shards are pinned. Its change counter moves (the instances
+// scan the stream again), and its roster stays.
 func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
-	_, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.name), Item: encodeStream(s), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	item := encodeStream(s)
+	delete(item, attrKey)
+	names := map[string]string{"#c": attrChanges}
+	values := map[string]types.AttributeValue{":one": num(1)}
+	var sets []string
+	for i, k := range slices.Sorted(maps.Keys(item)) {
+		n, v := fmt.Sprintf("#a%d", i), fmt.Sprintf(":a%d", i)
+		names[n], values[v] = k, item[k]
+		sets = append(sets, n+" = "+v)
+	}
+	expr := "SET " + strings.Join(sets, ", ")
+	var removes []string
+	for i, k := range []string{attrCreated, attrStartTime} {
+		if _, ok := item[k]; !ok {
+			n := fmt.Sprintf("#r%d", i)
+			names[n] = k
+			removes = append(removes, n)
+		}
+	}
+	if len(removes) > 0 {
+		expr += " REMOVE " + strings.Join(removes, ", ")
+	}
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(streamKey(s.ARN))},
+		UpdateExpression:          aws.String(expr + " ADD #c :one"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
 	if err != nil {
 		return t.fail("writing the item of stream "+s.ARN, err)
 	}
@@ -666,6 +733,11 @@ func (t *Table) Heartbeat(ctx context.Context, streamARN, me string, p Presence,
 	}
 	if p.Born != "" {
 		values[":born"] = str(p.Born)
+	}
+	if p.Roster {
+		set += ", #rb = :true, #pf = :pf"
+		names["#rb"], names["#pf"] = attrRosterBeats, attrProfile
+		values[":true"], values[":pf"] = &types.AttributeValueMemberBOOL{Value: true}, num(p.Profile)
 	}
 	names["#cf"] = attrConfig
 	if p.Config != nil {
@@ -801,6 +873,7 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 			if err != nil {
 				return t.fail(what, err)
 			}
+			t.announce(ctx, s.Stream)
 			return nil
 		}
 	}
@@ -857,6 +930,7 @@ func (t *Table) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 	if err != nil {
 		return t.fail("writing the item of shard "+s.ShardID, err)
 	}
+	t.announce(ctx, s.Stream)
 	return nil
 }
 
@@ -888,7 +962,17 @@ func (t *Table) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard) 
 	if err != nil {
 		return t.fail("replacing the malformed item "+was.Key, err)
 	}
+	t.announce(ctx, brokenStream(was, s))
 	return nil
+}
+
+// brokenStream is the stream of a malformed item that s replaces (nil:
+// deletes).
+func brokenStream(was BrokenItem, s *Shard) string {
+	if s != nil {
+		return s.Stream
+	}
+	return getS(was.Item, attrStream)
 }
 
 // ClaimRegistration claims the registration of a stream consumer for me: it

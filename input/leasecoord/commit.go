@@ -56,8 +56,9 @@ func (c *leaseCoordinator) Commit(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat moves this instance's worker item (saveMu held), listing the
-// leases it holds: each that had not lapsed when the answer came is
+// heartbeat beats for this instance (saveMu held), publishing what
+// changed (see beat), with the leases it holds listed: each that had not
+// lapsed when the answer came is
 // renewed from the moment it was sent (leaseBook.beaten). Another process
 // that took over this instance's name stops this one (takenOver).
 func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
@@ -65,7 +66,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	defer cancel()
 	sent := c.clock.Now()
 	listed, loads := c.book.presence()
-	err := c.table.Heartbeat(hctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed, Beat: c.beats, Born: lease.NewWriteID()}, false)
+	err := c.beat(hctx, listed, loads, false)
 	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		c.takenOver(ctx)
@@ -90,7 +91,7 @@ func (c *leaseCoordinator) proveAlive(ctx context.Context, shardID, by, nonce st
 	}
 	rctx, cancel := c.clock.WithTimeout(ctx, c.period/3)
 	defer cancel()
-	w, found, err := c.table.GetWorker(rctx, c.st.ARN, by)
+	w, found, err := c.readWorker(rctx, by)
 	if err != nil || !found || w.Nonce != nonce {
 		return false
 	}
@@ -323,6 +324,11 @@ func (c *leaseCoordinator) Release(ctx context.Context) error {
 		})
 	}
 	if !c.impostor.Load() {
+		if b := c.pres.beat.Bucket; b >= 0 {
+			if err := c.table.LeaveRoster(ctx, c.st.ARN, c.me, b); err != nil {
+				fail(err)
+			}
+		}
 		if err := c.table.Leave(ctx, c.st.ARN, c.me); err != nil {
 			fail(err)
 		}

@@ -81,6 +81,7 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 		clock: c.clock, saveMu: c.clock.NewMutex(),
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.nonce, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
+		pres: presence{beat: lease.Beat{Bucket: -1}}, profiles: newProfiles(),
 	}
 }
 
@@ -142,6 +143,10 @@ type leaseCoordinator struct {
 	// how many were sent (under saveMu).
 	lastBeat time.Time
 	beats    int64
+	// pres is what this process beats as and published (under saveMu);
+	// profiles what the others published, as their beats name it.
+	pres     presence
+	profiles *profiles
 	// impostor is set once another process took over this instance's
 	// name: this one reads nothing more.
 	impostor atomic.Bool
@@ -173,6 +178,14 @@ type leaseCoordinator struct {
 	listed   map[string]coord.Shard
 	listedAt time.Time
 	endSeen  map[string]time.Time
+	// scanned is the last scan of the stream's items, made at scannedAt
+	// when the change counter was changes: cycles reuse it until the
+	// counter moves (see items). legacySeen is when an instance of an
+	// earlier version was last seen alive (see isLegacy).
+	scanned    *lease.Scan
+	scannedAt  time.Time
+	changes    int64
+	legacySeen time.Time
 }
 
 // load announces this instance, reads every item of the stream, and agrees
@@ -180,13 +193,14 @@ type leaseCoordinator struct {
 // item, written by whichever instance came first). A stream deleted and
 // created again since the item was written starts afresh, loudly.
 func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
-	if err := c.join(ctx); err != nil {
-		return coord.FirstPin{}, err
-	}
 	c.created = c.st.Created
 	want := lease.Stream{ARN: c.st.ARN, Created: c.created, Start: c.st.StartFor(false)}
 	item, created, err := c.table.PutStream(ctx, want)
 	if err != nil {
+		return coord.FirstPin{}, err
+	}
+	// After the stream's item, which counts the roster's items.
+	if err := c.join(ctx); err != nil {
 		return coord.FirstPin{}, err
 	}
 	if !created && !item.Pinned {
@@ -232,37 +246,67 @@ func (c *leaseCoordinator) Load(ctx context.Context) (coord.FirstPin, error) {
 		}
 	}
 	c.pos.Replace(st)
-	c.view.observe(sc, c.clock.Now())
+	// The instances' liveness is their beats (the first cycle polls
+	// them): the worker items of those that beat in the roster are what
+	// they published, and their counters move only with that.
+	now := c.clock.Now()
+	c.noteLegacy(sc.Workers, now)
+	sc.Workers = slices.DeleteFunc(sc.Workers, func(w lease.Worker) bool { return w.Roster })
+	c.view.observe(sc, now)
 	return coord.FirstPin{Due: !item.Pinned, Start: item.Start}, nil
 }
 
-// join writes this instance's worker item for this process. An item of
-// this instance's name written by another process (another nonce) is
-// watched for a lease period first: a live process moves it at least every
+// join writes this instance's worker item and beat for this process. An
+// instance of this name beating with another process (another nonce) is
+// watched for a lease period first: a live process beats at least every
 // third of one, so if it moves, another process runs with this
 // instance_id, and this one refuses to start. One that did not move for a
 // lease period has no lease its heartbeat renews; the leases of its name
 // are that process's, not this one's (see leaseView.mine): they are taken
 // once expired by the usual rules, like any other instance's.
 func (c *leaseCoordinator) join(ctx context.Context) error {
-	w, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
+	p, err := c.table.Poll(ctx, c.st.ARN)
 	if err != nil {
 		return err
 	}
-	if ok && w.Nonce != c.nonce {
+	type sign struct {
+		nonce, born string
+		counter     int64
+	}
+	read := func() (sign, bool, error) {
+		w, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
+		if err != nil || !ok || w.Roster {
+			return sign{}, false, err
+		}
+		return sign{w.Nonce, w.Born, w.Counter}, true, nil // a process of an earlier version
+	}
+	for _, b := range p.Beats {
+		if b.ID == c.me {
+			c.pres.beat.Bucket = b.Bucket
+			read = func() (sign, bool, error) {
+				b, ok, err := c.table.GetBeat(ctx, c.st.ARN, b.Bucket, c.me)
+				return sign{b.Nonce, b.Born, b.Counter}, ok, err
+			}
+		}
+	}
+	was, ok, err := read()
+	if err != nil {
+		return err
+	}
+	if ok && was.nonce != c.nonce {
 		watch := c.period + c.period/12
 		for deadline := c.clock.Now().Add(watch); c.clock.Now().Before(deadline); {
 			if err := c.clock.Sleep(ctx, c.period/12); err != nil {
 				return err
 			}
-			now, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
+			now, ok, err := read()
 			if err != nil {
 				return err
 			}
 			if !ok {
 				break // it left, or was removed as dead
 			}
-			if now.Nonce != w.Nonce || now.Counter != w.Counter || now.Born != w.Born {
+			if now != was {
 				return fmt.Errorf("stream %s: instance_id %q is in use by another running process (its presence in the lease table %s moved within %v): give every instance its own checkpoint.dynamodb.instance_id, or leave it empty for a generated one",
 					c.st.Name, c.me, c.table.Name(), watch)
 			}
@@ -271,7 +315,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	sent := c.clock.Now()
-	err = c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Config: c.config, Held: []string{}, Beat: c.beats, Born: lease.NewWriteID()}, true)
+	err = c.beat(ctx, []string{}, nil, true)
 	c.beats++ // sent: it may have been applied, whatever the answer
 	if err != nil {
 		return err

@@ -100,8 +100,8 @@ func TestLeaseLiveProcessOfTheSameNameIsRefused(t *testing.T) {
 			}
 		}()
 		// Just after one of its heartbeats, the next ones are 25 ms slower.
-		w0, _, _ := m.GetWorker(t.Context(), testARN, "same")
-		for w, _, _ := m.GetWorker(t.Context(), testARN, "same"); w.Counter == w0.Counter; w, _, _ = m.GetWorker(t.Context(), testARN, "same") {
+		b0 := beatOf(t, m, "same")
+		for b := b0; b.Counter == b0.Counter; b = beatOf(t, m, "same") {
 			time.Sleep(time.Millisecond)
 		}
 		st.delay.Store(int64(25 * time.Millisecond))

@@ -59,11 +59,11 @@ type slowHeartbeats struct {
 	gate
 }
 
-func (s *slowHeartbeats) Heartbeat(ctx context.Context, streamARN, me string, p lease.Presence, takeOver bool) error {
+func (s *slowHeartbeats) Beat(ctx context.Context, streamARN, me string, b lease.Beat, takeOver bool) (lease.Beat, error) {
 	if err := s.pass(ctx); err != nil {
-		return err
+		return b, err
 	}
-	return s.Store.Heartbeat(ctx, streamARN, me, p, takeOver)
+	return s.Store.Beat(ctx, streamARN, me, b, takeOver)
 }
 
 // jitteryBeats delays heartbeats by delay: DynamoDB's latency, which
@@ -73,16 +73,23 @@ type jitteryBeats struct {
 	delay atomic.Int64
 }
 
-func (j *jitteryBeats) Heartbeat(ctx context.Context, streamARN, me string, p lease.Presence, takeOver bool) error {
+func (j *jitteryBeats) Beat(ctx context.Context, streamARN, me string, b lease.Beat, takeOver bool) (lease.Beat, error) {
 	time.Sleep(time.Duration(j.delay.Load()))
-	return j.Store.Heartbeat(ctx, streamARN, me, p, takeOver)
+	return j.Store.Beat(ctx, streamARN, me, b, takeOver)
 }
 
-// failingScans is a lease table whose scans fail (throttled: a scan reads
-// every page of the table), while single-item writes succeed.
+// failingScans is a lease table whose reads for a cycle (the poll, the
+// scan) fail, throttled, while single-item reads and writes succeed.
 type failingScans struct {
 	lease.Store
 	fail atomic.Bool
+}
+
+func (f *failingScans) Poll(ctx context.Context, streamARN string) (lease.Poll, error) {
+	if f.fail.Load() {
+		return lease.Poll{}, errScanThrottled
+	}
+	return f.Store.Poll(ctx, streamARN)
 }
 
 func (f *failingScans) Scan(ctx context.Context, streamARN string) (lease.Scan, error) {
@@ -220,6 +227,10 @@ func (s *staleScans) Scan(ctx context.Context, streamARN string) (lease.Scan, er
 		return *frozen, nil
 	}
 	return s.Store.Scan(ctx, streamARN)
+}
+
+func (s *staleScans) ScanConsistent(ctx context.Context, streamARN string) (lease.Scan, error) {
+	return s.Scan(ctx, streamARN)
 }
 
 func (s *staleScans) Take(ctx context.Context, it lease.Shard, me, nonce string) (lease.Shard, error) {

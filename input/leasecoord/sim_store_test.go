@@ -304,6 +304,43 @@ func (s *simStore) Leave(ctx context.Context, streamARN, me string) error {
 	return err
 }
 
+func (s *simStore) Poll(ctx context.Context, streamARN string) (lease.Poll, error) {
+	return simCall(s, ctx, "Poll", func() (lease.Poll, error) {
+		return s.t.mem.Poll(context.Background(), streamARN)
+	})
+}
+
+func (s *simStore) Beat(ctx context.Context, streamARN, me string, b lease.Beat, takeOver bool) (lease.Beat, error) {
+	return simCall(s, ctx, "Beat", func() (lease.Beat, error) {
+		return s.t.mem.Beat(context.Background(), streamARN, me, b, takeOver)
+	})
+}
+
+func (s *simStore) GetBeat(ctx context.Context, streamARN string, bucket int, id string) (lease.Beat, bool, error) {
+	type r struct {
+		b  lease.Beat
+		ok bool
+	}
+	got, err := simCall(s, ctx, "GetBeat", func() (r, error) {
+		b, ok, err := s.t.mem.GetBeat(context.Background(), streamARN, bucket, id)
+		return r{b, ok}, err
+	})
+	return got.b, got.ok, err
+}
+
+func (s *simStore) RemoveBeat(ctx context.Context, streamARN string, seen lease.Beat) (bool, error) {
+	return simCall(s, ctx, "RemoveBeat", func() (bool, error) {
+		return s.t.mem.RemoveBeat(context.Background(), streamARN, seen)
+	})
+}
+
+func (s *simStore) LeaveRoster(ctx context.Context, streamARN, me string, bucket int) error {
+	_, err := simCall(s, ctx, "LeaveRoster", func() (struct{}, error) {
+		return struct{}{}, s.t.mem.LeaveRoster(context.Background(), streamARN, me, bucket)
+	})
+	return err
+}
+
 func (s *simStore) ClaimRegistration(ctx context.Context, streamARN, consumer, me string) (bool, error) {
 	return simCall(s, ctx, "ClaimRegistration", func() (bool, error) {
 		return s.t.mem.ClaimRegistration(context.Background(), streamARN, consumer, me)

@@ -28,18 +28,21 @@ var (
 type leaseState int
 
 const (
-	// leaseHeld: renewed within the lease period, by a write of its item or
-	// by this instance's heartbeat. One reader at a time may read the
-	// shard, and hand out records until the lease period since the later
-	// of the two has passed.
+	// leaseHeld: renewed within the lease period, by its take or by this
+	// instance's heartbeat (a write of its item renews nothing: the others
+	// see its checkpoints only when they scan, which they do when an owner
+	// changes). One reader at a time may read the shard, and hand out
+	// records until the lease period since the later of the two has
+	// passed.
 	leaseHeld leaseState = iota
-	// leaseFenced: not renewed for a lease period (neither its item nor the
-	// heartbeat written). Its reader was stopped,
-	// since another instance may take the lease now; what that reader
-	// handed out still counts when acknowledged, since the lease may still
-	// be this instance's. A renewal at the same counter (nobody took it)
-	// makes it held again, and the next reader starts after the last
-	// acknowledged record: nothing is read twice.
+	// leaseFenced: not renewed for a lease period (no heartbeat answered
+	// in time). Its reader was stopped, since another instance may take
+	// the lease now; what that reader handed out still counts when
+	// acknowledged, since the lease may still be this instance's. A write
+	// at the same counter (nobody took it) sent after a heartbeat that
+	// listed it was answered makes it held again, renewed from that
+	// heartbeat, and the next reader starts after the last acknowledged
+	// record: nothing is read twice.
 	leaseFenced
 	// leaseHandingOver: a live instance asked for it. Its reader was
 	// stopped; once what the reader handed out is settled, the last
@@ -67,10 +70,16 @@ type heldLease struct {
 	// coord.Positions): what its writes store counts for that stream only,
 	// not for one created again under its name since.
 	epoch int
-	// renewed is when the last renewal of the lease was sent: a successful
-	// write of its item, or a heartbeat that listed it and was answered
-	// before the lease lapsed. The lease lapses a lease period later.
+	// renewed is when the last renewal of the lease was sent: its take, or
+	// a heartbeat that listed it and was answered before the lease lapsed.
+	// The lease lapses a lease period later.
 	renewed time.Time
+	// beatSent and beatAnswered are the last heartbeat that listed the
+	// lease while it was fenced: a write of its item sent after that
+	// answer, at its counter, shows nobody took it before the heartbeat
+	// landed, and every instance that had not taken it by then saw the
+	// heartbeat (see wrote).
+	beatSent, beatAnswered time.Time
 	// cp is the checkpoint to store: the shard's start, the position its
 	// readers' acknowledgements reached, its end.
 	cp      checkpoint.Checkpoint
@@ -215,12 +224,18 @@ func (b *leaseBook) validFrom(h *heldLease) time.Time { return h.renewed }
 // answered late: throttled, retried, or the process was paused) is fenced:
 // another instance may have counted it expired and taken it while the
 // heartbeat was on its way, by a take conditional on the item alone, and
-// only a write of its own item at its counter shows nobody did. A
-// heartbeat never revives a lease, and renews none it did not list.
+// only a write of its own item at its counter shows nobody did (see
+// wrote). A heartbeat alone never revives a lease, and renews none it did
+// not list.
 func (b *leaseBook) beaten(sent, answered time.Time, listed []string) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fenced = b.fenceLocked(answered)
+	for _, h := range b.held {
+		if h.state == leaseFenced && sent.After(h.renewed) {
+			h.beatSent, h.beatAnswered = sent, answered
+		}
+	}
 	for _, id := range listed {
 		h, ok := b.held[id]
 		if !ok || (h.state != leaseHeld && h.state != leaseHandingOver) {
@@ -459,9 +474,11 @@ func (b *leaseBook) due(now time.Time, judge askerJudge) []leaseWrite {
 }
 
 // wrote records a successful write w, sent at sent, whose answer is it.
-// A release or handover ends the lease (released); any other write renews
-// it: the counter is the item's, a fenced lease is held again (its reader,
-// if still settling, detaches first) and may be read at once.
+// A release or handover ends the lease (released); any other write keeps
+// it at the item's counter. A write renews nothing, but a fenced lease
+// written after a heartbeat that listed it was answered is held again,
+// renewed from that heartbeat (see beatSent), and may be read at once
+// (its reader, if still settling, detaches first).
 func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -474,17 +491,17 @@ func (b *leaseBook) wrote(w leaseWrite, it lease.Shard, sent time.Time) {
 		return
 	}
 	h.counter, h.lost = it.Counter, ""
-	if sent.After(h.renewed) {
-		h.renewed = sent
-	}
 	if w.w.Checkpoint != nil {
 		h.written = w.cp
 	}
 	if !w.w.KeepAsked {
 		h.clearAsk = false
 	}
-	if h.state == leaseFenced {
-		h.state = leaseHeld
+	if h.state == leaseFenced && !h.beatAnswered.IsZero() && sent.After(h.beatAnswered) && h.beatSent.After(h.renewed) {
+		h.renewed = h.beatSent
+		if sent.Sub(h.renewed) < b.period {
+			h.state = leaseHeld
+		}
 	}
 	if h.state == leaseHeld && h.reader == nil {
 		b.signal() // readable now (its reader may have stopped at the lapse)

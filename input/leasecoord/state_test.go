@@ -110,6 +110,22 @@ func mustGrant(t *testing.T, c *leaseCoordinator, shardID string) (*leaseGrant, 
 	return g.(*leaseGrant), rec
 }
 
+// beatOf returns the beat of instance id in the roster of the test
+// stream (zero when it has none).
+func beatOf(t *testing.T, m *lease.Memory, id string) lease.Beat {
+	t.Helper()
+	p, err := m.Poll(t.Context(), testARN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range p.Beats {
+		if b.ID == id {
+			return b
+		}
+	}
+	return lease.Beat{}
+}
+
 func itemOf(t *testing.T, m *lease.Memory, shardID string) lease.Shard {
 	t.Helper()
 	it, ok, err := m.Get(t.Context(), testARN, shardID)
@@ -705,6 +721,7 @@ func TestLeaseRenewedByTheHeartbeatAlone(t *testing.T) {
 	// a cannot write: neither its heartbeat nor its lease (a write of the
 	// lease, once fenced, would renew it as well).
 	m.Fail("Heartbeat", errors.New("injected: throttled"))
+	m.Fail("Beat", errors.New("injected: throttled"))
 	m.Fail("Hold", errors.New("injected: throttled"))
 	for end := time.Now().Add(3 * period); time.Now().Before(end); {
 		step()

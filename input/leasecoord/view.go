@@ -66,6 +66,11 @@ type leaseView struct {
 	// removed holds, by instance and nonce, when this instance sent the
 	// removal of its worker item as dead that succeeded (see outlived).
 	removed map[string]time.Time
+	// legacy is set while instances of a version that renewed leases by
+	// their items' writes share the stream (see leaseCoordinator.legacy):
+	// a lease's expiry then counts from any move of its item's counter,
+	// not only from a change of owner or a take.
+	legacy bool
 	// vanished holds, by instance, the last sighting of a worker item gone
 	// from the table (removed as dead by another instance, or deleted by
 	// its process on leaving) less than a lease period after this instance
@@ -104,6 +109,17 @@ type workerSighting struct {
 	moved   bool
 	held    map[string]bool
 	listed  bool
+	// roster is set for an instance that beats in the roster (its beats
+	// renew every lease its process took, not handed over to it since),
+	// and bucket is its roster item.
+	roster bool
+	bucket int
+}
+
+// sightingOf is a first sighting of w at now.
+func sightingOf(w lease.Worker, now time.Time, moved bool) workerSighting {
+	return workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: moved,
+		held: w.Held, listed: w.Listed, roster: w.Roster, bucket: w.Bucket}
 }
 
 // is reports whether w is the item seen, unmoved: the same counter of the
@@ -113,11 +129,16 @@ func (s workerSighting) is(w lease.Worker) bool {
 }
 
 // renews reports whether the worker's last heartbeat renewed the lease of
-// an item of its name: one its process listed (a version that lists none
-// renews every lease of its name).
+// an item of its name: of its process, and taken by it (a lease handed
+// over to it renews by its item alone until it takes it up, which clears
+// HandedOver). The heartbeat of a version before the roster renewed the
+// leases it listed (one that listed none, every lease of its name).
 func (s workerSighting) renews(it lease.Shard) bool {
 	if it.OwnerNonce != "" && s.nonce != "" && it.OwnerNonce != s.nonce {
 		return false // held by another process of the name
+	}
+	if s.roster {
+		return !it.HandedOver
 	}
 	return !s.listed || s.held[it.ShardID]
 }
@@ -192,7 +213,7 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 			delete(v.asks, it.ShardID) // see askGone
 		}
 		old, ok := v.items[it.ShardID]
-		if !ok || old.Owner != it.Owner || old.OwnerNonce != it.OwnerNonce || old.Counter != it.Counter {
+		if !ok || !sameGrant(old, it, v.legacy) {
 			v.since[it.ShardID] = now
 		}
 		if h, ok := v.handed[it.ShardID]; ok && !sameHolder(h, it) {
@@ -223,15 +244,15 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 		switch {
 		case ok && s.nonce != w.Nonce:
 			v.died(w.ID, s.nonce, now) // another process of the name replaced it
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now}
+			s = sightingOf(w, now, false)
 		case !ok:
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now}
+			s = sightingOf(w, now, false)
 		case !s.is(w):
-			s = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true}
+			s = sightingOf(w, now, true)
 			delete(v.dead[w.ID], w.Nonce) // it came back
 			delete(v.removed, w.ID+"/"+w.Nonce)
 		}
-		s.held, s.listed = w.Held, w.Listed
+		s.held, s.listed, s.roster, s.bucket = w.Held, w.Listed, w.Roster, w.Bucket
 		workers[w.ID] = s
 	}
 	for id, s := range v.workers {
@@ -287,6 +308,30 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 	}
 }
 
+// sameGrant reports whether two items of a shard show one grant of its
+// lease: the same owner and process, and no take or handover between them.
+// A holder's own writes (checkpoints) move the counter and grant nothing:
+// leases are renewed by heartbeats alone (a take clears LastWrite; a
+// handover sets HandedOver). With instances of a version that renewed by
+// its writes about (legacy), any move of the counter counts.
+func sameGrant(a, b lease.Shard, legacy bool) bool {
+	if a.Owner != b.Owner || a.OwnerNonce != b.OwnerNonce {
+		return false
+	}
+	if a.Counter == b.Counter {
+		return true
+	}
+	return !legacy && b.Counter > a.Counter && b.LastWrite != "" && a.HandedOver == b.HandedOver
+}
+
+// setLegacy says whether instances of an earlier version share the stream
+// (see legacy).
+func (v *leaseView) setLegacy(on bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.legacy = on
+}
+
 // died records the process nonce of instance id dead. Must hold v.mu.
 func (v *leaseView) died(id, nonce string, now time.Time) {
 	if v.dead[id] == nil {
@@ -312,7 +357,7 @@ func (v *leaseView) sawWorker(w lease.Worker, now time.Time) {
 	if !ok || s.nonce != w.Nonce || s.is(w) {
 		return
 	}
-	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true, held: w.Held, listed: w.Listed}
+	v.workers[w.ID] = sightingOf(w, now, true)
 }
 
 // watchWorker records a worker item read alone that this instance had not
@@ -324,7 +369,19 @@ func (v *leaseView) watchWorker(w lease.Worker, now time.Time) {
 	if s, ok := v.workers[w.ID]; ok && s.nonce == w.Nonce {
 		return
 	}
-	v.workers[w.ID] = workerSighting{nonce: w.Nonce, counter: w.Counter, born: w.Born, at: now, moved: true, held: w.Held, listed: w.Listed}
+	v.workers[w.ID] = sightingOf(w, now, true)
+}
+
+// lastSighting returns the worker item of an instance as last seen,
+// there or gone since (vanished).
+func (v *leaseView) lastSighting(id string) (workerSighting, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s, ok := v.workers[id]; ok {
+		return s, true
+	}
+	s, ok := v.vanished[id]
+	return s, ok
 }
 
 // sighting returns the worker item of an instance as last seen.
@@ -567,7 +624,7 @@ func (v *leaseView) deadWorkers(now time.Time) []lease.Worker {
 	var dead []lease.Worker
 	for id, s := range v.workers {
 		if id != v.me && now.Sub(s.at) >= v.period {
-			dead = append(dead, lease.Worker{ID: id, Counter: s.counter, Nonce: s.nonce, Born: s.born})
+			dead = append(dead, lease.Worker{ID: id, Counter: s.counter, Nonce: s.nonce, Born: s.born, Roster: s.roster, Bucket: s.bucket})
 		}
 	}
 	sortWorkers(dead)

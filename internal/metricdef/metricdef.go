@@ -76,6 +76,7 @@ var (
 	LeasesStolen      = define("kinesis_leases_stolen", KindCounter, "leases asked of a live holder and received", "stream")
 	LeasesHandedOver  = define("kinesis_leases_handed_over", KindCounter, "leases handed over to an instance that asked (after their last checkpoint, or before every record was acknowledged when none came within a lease period)", "stream")
 	LeasesLost        = define("kinesis_leases_lost", KindCounter, "held leases found taken by another instance (or freed or overwritten by hand)", "stream")
+	LeaseScans        = define("kinesis_lease_scans", KindCounter, "scans of the stream's items in the lease table: at the start, when an owner changed, and every 30 lease periods (each instance otherwise reads only the stream's roster and change counter)", "stream")
 	RenewalFailures   = define("kinesis_lease_renewal_failures", KindCounter, "lease writes that failed (the lease was not lost)", "stream")
 	RenewalAge        = define("kinesis_lease_renewal_age_ms", KindGauge, "milliseconds since the oldest held lease was last renewed", "stream")
 	ConfigMismatch    = define("kinesis_group_config_mismatch", KindGauge, "live instances of the lease group that run another pipeline config", "stream")

@@ -1,0 +1,234 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
+)
+
+// bothStores runs f against the DynamoDB table (dynalite) and Memory.
+func bothStores(t *testing.T, name string, f func(t *testing.T, st Store)) {
+	t.Run("dynalite", func(t *testing.T) {
+		t.Parallel()
+		f(t, open(t, emulator.Dynalite(t), name))
+	})
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		f(t, NewMemory())
+	})
+}
+
+func mustPoll(t *testing.T, st Store) Poll {
+	t.Helper()
+	p, err := st.Poll(t.Context(), arn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// beatsOf summarizes a poll's beats: "id:nonce:counter" sorted by id.
+func beatsOf(p Poll) string {
+	var out []string
+	for _, b := range p.Beats {
+		out = append(out, fmt.Sprintf("%s:%s:%d", b.ID, b.Nonce, b.Counter))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// TestRosterBeats: an instance joins the roster with its first beat, its
+// later beats move its entry, one held up on its way and landing after a
+// later one changes nothing, another process of its name is refused unless
+// it takes over, an entry is removed only as seen, and one removed is
+// written anew, with another birth, by its process's next beat.
+func TestRosterBeats(t *testing.T) {
+	t.Parallel()
+	bothStores(t, "roster", func(t *testing.T, st Store) {
+		ctx := t.Context()
+		if _, _, err := st.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na", Counter: 1, Bucket: -1}, false)
+		if err != nil || a.Bucket != 0 || a.Born == "" {
+			t.Fatalf("first beat: %+v, %v; want it in roster item 0 with a birth", a, err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "a:na:1" {
+			t.Fatalf("poll after the first beat: %q", got)
+		}
+		a.Counter = 3
+		if a, err = st.Beat(ctx, arn, "a", a, false); err != nil || a.Counter != 3 {
+			t.Fatalf("second beat: %+v, %v", a, err)
+		}
+		late := a
+		late.Counter = 2
+		if got, err := st.Beat(ctx, arn, "a", late, false); err != nil || got.Counter != 3 {
+			t.Fatalf("a beat landing after a later one: %+v, %v; want the entry as it stands (counter 3)", got, err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "a:na:3" {
+			t.Fatalf("poll after a late beat: %q, want counter 3", got)
+		}
+		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: -1}, false); !errors.Is(err, ErrDuplicateInstance) {
+			t.Fatalf("a beat of another process of the name: %v, want ErrDuplicateInstance", err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "a:na:3" {
+			t.Fatalf("a refused beat wrote: %q", got)
+		}
+		if _, err := st.Beat(ctx, arn, "b", Beat{Nonce: "nb", Counter: 1, Bucket: -1}, false); err != nil {
+			t.Fatal(err)
+		}
+		stale := a
+		stale.Counter = 2
+		if removed, err := st.RemoveBeat(ctx, arn, stale); err != nil || removed {
+			t.Fatalf("removal of an entry that moved since: %v, %v; want not removed", removed, err)
+		}
+		if removed, err := st.RemoveBeat(ctx, arn, a); err != nil || !removed {
+			t.Fatalf("removal as seen: %v, %v; want removed", removed, err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "b:nb:1" {
+			t.Fatalf("poll after the removal: %q", got)
+		}
+		a.Counter = 4
+		again, err := st.Beat(ctx, arn, "a", a, false)
+		if err != nil || again.Born == a.Born || again.Bucket != a.Bucket {
+			t.Fatalf("the beat after the removal: %+v, %v; want written anew in roster item %d with another birth than %s", again, err, a.Bucket, a.Born)
+		}
+		if removed, _ := st.RemoveBeat(ctx, arn, a); removed {
+			t.Fatal("a removal of the entry seen before its removal removed the entry written anew")
+		}
+		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: -1}, true); err != nil {
+			t.Fatalf("take over: %v", err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "a:na2:1 b:nb:1" {
+			t.Fatalf("poll after the take over: %q", got)
+		}
+		if _, err := st.Beat(ctx, arn, "a", again, false); !errors.Is(err, ErrDuplicateInstance) {
+			t.Fatalf("a beat of the process taken over: %v, want ErrDuplicateInstance", err)
+		}
+		if err := st.LeaveRoster(ctx, arn, "b", 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := beatsOf(mustPoll(t, st)); got != "a:na2:1" {
+			t.Fatalf("poll after b left: %q", got)
+		}
+		got, ok, err := st.GetBeat(ctx, arn, 0, "a")
+		if err != nil || !ok || got.Nonce != "na2" {
+			t.Fatalf("GetBeat: %+v, %v, %v", got, ok, err)
+		}
+	})
+}
+
+// TestRosterGrows: instances join the first roster item with room; once
+// it is full (a beat in it costs one write unit) the next join opens
+// another, which the stream's item counts and every poll reads.
+func TestRosterGrows(t *testing.T) {
+	t.Parallel()
+	bothStores(t, "rostergrows", func(t *testing.T, st Store) {
+		ctx := t.Context()
+		if _, _, err := st.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 40
+		buckets := map[int]int{}
+		for i := range n {
+			id := fmt.Sprintf("instance-with-a-longish-name-%02d", i)
+			b, err := st.Beat(ctx, arn, id, Beat{Nonce: fmt.Sprintf("%016x", i), Counter: 1, Bucket: -1}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buckets[b.Bucket]++
+		}
+		p := mustPoll(t, st)
+		if len(p.Beats) != n {
+			t.Fatalf("a poll shows %d beats of %d", len(p.Beats), n)
+		}
+		if len(buckets) < 2 || p.Stream.Rosters != len(buckets) {
+			t.Fatalf("%d instances in roster items %v, the stream counts %d", n, buckets, p.Stream.Rosters)
+		}
+		for b, k := range buckets {
+			if k > 12 {
+				t.Errorf("roster item %d holds %d instances: a beat in it costs more than a write unit", b, k)
+			}
+		}
+	})
+}
+
+// TestChangesAnnounced: every change of a lease's owner moves the stream's
+// change counter (a take, an ask, a withdrawal, a handover, a release, an
+// item created, deleted or set by the checkpoint command); a holder's
+// checkpoint does not, and a stream's item written again keeps the count.
+func TestChangesAnnounced(t *testing.T) {
+	t.Parallel()
+	const s0, s1 = "shardId-000000000000", "shardId-000000000001"
+	bothStores(t, "changes", func(t *testing.T, st Store) {
+		ctx := t.Context()
+		if _, _, err := st.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+			t.Fatal(err)
+		}
+		last := int64(0)
+		step := func(what string, moves bool, do func() error) {
+			t.Helper()
+			if err := do(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			now := mustPoll(t, st).Stream.Changes
+			if moved := now != last; moved != moves {
+				t.Fatalf("%s: the change counter went from %d to %d, want moved %v", what, last, now, moves)
+			}
+			last = now
+		}
+		var it Shard
+		step("create", true, func() (err error) { it, err = st.Create(ctx, shard(s0, "100")); return })
+		step("take", true, func() (err error) { it, err = st.Take(ctx, it, "a", "pa"); return })
+		step("checkpoint", false, func() (err error) {
+			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Checkpoint: at105()})
+			return
+		})
+		step("ask", true, func() error { return st.Ask(ctx, it, "b", "pb") })
+		step("withdraw", true, func() error { return st.Withdraw(ctx, it, "b") })
+		step("ask again", true, func() error { return st.Ask(ctx, it, "b", "pb") })
+		step("renewal keeping the ask", false, func() (err error) {
+			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{KeepAsked: true})
+			return
+		})
+		step("handover", true, func() (err error) {
+			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Release: true, HandOver: "b", HandOverNonce: "pb"})
+			return
+		})
+		if !it.HandedOver || it.LastWrite == "" {
+			t.Fatalf("handed over: %+v, want HandedOver and a LastWrite", it)
+		}
+		step("take up", true, func() (err error) { it, err = st.Take(ctx, it, "b", "pb"); return })
+		if it.HandedOver || it.LastWrite != "" {
+			t.Fatalf("taken up: %+v, want neither HandedOver nor a LastWrite", it)
+		}
+		step("release", true, func() (err error) {
+			it, err = st.Hold(ctx, arn, s0, "b", it.Counter, Write{Release: true})
+			return
+		})
+		step("delete", true, func() error { return st.Delete(ctx, arn, s0) })
+		step("overwrite", true, func() error { return st.Overwrite(ctx, shard(s1, "200"), nil) })
+		step("a beat", false, func() error {
+			_, err := st.Beat(ctx, arn, "a", Beat{Nonce: "pa", Counter: 1, Bucket: -1}, false)
+			return err
+		})
+		step("stream written again", true, func() error {
+			return st.ReplaceStream(ctx, Stream{ARN: arn, Start: startKind("LATEST"), Pinned: true})
+		})
+		p := mustPoll(t, st)
+		if p.Stream.Start.Kind != "LATEST" || !p.Stream.Pinned || beatsOf(p) != "a:pa:1" {
+			t.Fatalf("after the stream's item was written again: %+v, beats %q; want it written, the roster kept", *p.Stream, beatsOf(p))
+		}
+	})
+}
+
+func startKind(kind string) checkpoint.Start { return checkpoint.Start{Kind: kind} }
+
+func at105() *checkpoint.Checkpoint {
+	return &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: "105"}}
+}

@@ -1,0 +1,253 @@
+package leasecoord
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+)
+
+// How an instance shows it lives, and sees the others live, for a cost that
+// does not grow with the shards: its heartbeat is a beat in the stream's
+// roster (lease.Beat: one write unit), and what it publishes for the
+// balance (the loads of its shards, its config digest) is its worker item,
+// written again only when that changed enough to matter. Every cycle reads
+// the roster and the stream's change counter (lease.Poll); the stream's
+// items are scanned only when an owner changed (the counter moved), at the
+// start, every safetyScan, and while instances of an earlier version,
+// which beat by their worker items and renew leases by their items'
+// writes, share the stream (legacy).
+
+// safetyScans is how often, in lease periods, the stream's items are
+// scanned when no change was announced: a change whose announcement was
+// lost (its writer died between the write and the announcement) is seen
+// that late at worst.
+const safetyScans = 30
+
+// legacyKeep is how long, in lease periods, an instance keeps beating by
+// its worker item too, and scanning every cycle, after it last saw an
+// instance of an earlier version alive.
+const legacyKeep = 3
+
+// publishEvery bounds how often the worker item is written again for
+// loads that moved, in lease periods; publishShift is the relative move
+// of a shard's load (or of the instance's, for shards taken or given up)
+// that makes it worth writing.
+const (
+	publishEvery = 2
+	publishShift = 0.25
+)
+
+// presence is what this process published and beats as (under saveMu).
+type presence struct {
+	beat        lease.Beat // as last written; Bucket -1 before the first
+	published   map[string]float64
+	publishedAt time.Time
+	due         bool  // the worker item is to be written at the next heartbeat
+	tries       int64 // writings of the worker item sent (Presence.Profile)
+}
+
+// profiles caches the worker items of the other instances, as of the
+// profile their beats name: read again only when that moved. Its lock is a
+// leaf.
+type profiles struct {
+	mu    sync.Mutex
+	items map[string]lease.Worker // by instance id
+	// buckets holds each instance's roster item, as last polled, and
+	// rosters how many roster items the stream had then.
+	buckets map[string]int
+	rosters int
+}
+
+func newProfiles() *profiles {
+	return &profiles{items: map[string]lease.Worker{}, buckets: map[string]int{}}
+}
+
+// workers assembles what a poll shows of the instances: each beat, with
+// what its process published (read again where its profile moved; kept as
+// it was while that read fails).
+func (c *leaseCoordinator) workers(ctx context.Context, p lease.Poll) []lease.Worker {
+	out := make([]lease.Worker, 0, len(p.Beats))
+	buckets := make(map[string]int, len(p.Beats))
+	for _, b := range p.Beats {
+		buckets[b.ID] = b.Bucket
+		out = append(out, c.withProfile(ctx, b))
+	}
+	c.profiles.mu.Lock()
+	c.profiles.buckets = buckets
+	if p.Stream != nil {
+		c.profiles.rosters = p.Stream.Rosters
+	}
+	for id := range c.profiles.items {
+		if _, ok := buckets[id]; !ok {
+			delete(c.profiles.items, id)
+		}
+	}
+	c.profiles.mu.Unlock()
+	return out
+}
+
+// withProfile is the worker a beat shows: its liveness (counter, process,
+// birth) with what its process last published.
+func (c *leaseCoordinator) withProfile(ctx context.Context, b lease.Beat) lease.Worker {
+	c.profiles.mu.Lock()
+	prof, ok := c.profiles.items[b.ID]
+	c.profiles.mu.Unlock()
+	if b.ID != c.me && (!ok || prof.Nonce != b.Nonce || prof.Profile != b.Profile) || b.ID == c.me && b.Nonce != c.nonce {
+		if w, found, err := c.table.GetWorker(ctx, c.st.ARN, b.ID); err == nil && found {
+			prof, ok = w, true
+			c.profiles.mu.Lock()
+			c.profiles.items[b.ID] = w
+			c.profiles.mu.Unlock()
+		}
+	}
+	w := lease.Worker{ID: b.ID, Counter: b.Counter, Nonce: b.Nonce, Born: b.Born, Roster: true, Bucket: b.Bucket}
+	if ok && prof.Nonce == b.Nonce {
+		w.Loads, w.Config = prof.Loads, prof.Config
+	}
+	return w
+}
+
+// readWorker reads the beat of an instance alone, strongly consistent,
+// with what it published: a lease.Worker as a scan would show it. It looks
+// in the roster item the instance was last polled or seen in first, and
+// then in every other: an instance removed as dead since the last poll
+// that beat again is in the roster anew (in its own item, or in the first
+// with room for a new process), and such a beat renews its leases. An
+// instance in no roster item may be of an earlier version: its worker
+// item, read alone, is its beat.
+func (c *leaseCoordinator) readWorker(ctx context.Context, id string) (lease.Worker, bool, error) {
+	c.profiles.mu.Lock()
+	bucket, polled := c.profiles.buckets[id]
+	rosters := max(c.profiles.rosters, 1)
+	c.profiles.mu.Unlock()
+	var tries []int
+	if polled {
+		tries = append(tries, bucket)
+	} else if s, seen := c.view.lastSighting(id); seen && s.roster {
+		tries = append(tries, s.bucket)
+	}
+	for n := range rosters {
+		if !slices.Contains(tries, n) {
+			tries = append(tries, n)
+		}
+	}
+	for _, n := range tries {
+		b, found, err := c.table.GetBeat(ctx, c.st.ARN, n, id)
+		if err != nil {
+			return lease.Worker{}, false, err
+		}
+		if found {
+			return c.withProfile(ctx, b), true, nil
+		}
+	}
+	w, found, err := c.table.GetWorker(ctx, c.st.ARN, id)
+	if err != nil || !found || w.Roster {
+		return lease.Worker{}, false, err // in no roster item: gone (what it published stays until removed)
+	}
+	return w, true, nil
+}
+
+// beat renews this instance's presence (saveMu held): its worker item
+// first when what it publishes changed enough (or, with instances of an
+// earlier version about, every time, moving its counter as they expect),
+// then its beat. ErrDuplicateInstance: another process beats under this
+// instance's name.
+func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[string]float64, takeOver bool) error {
+	now := c.clock.Now()
+	legacy := c.isLegacy(now)
+	if takeOver || legacy || c.pres.due || c.loadsMoved(loads, now) {
+		// What is published is for the balance: a failure to write it
+		// does not hold the beat up, which renews the leases.
+		err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed,
+			Beat: c.beats, Born: lease.NewWriteID(), Roster: true, Profile: c.pres.tries + 1}, takeOver)
+		c.pres.tries++ // whatever the answer: a write whose answer was lost is another writing
+		switch {
+		case err == nil:
+			c.pres.beat.Profile = c.pres.tries
+			c.pres.published, c.pres.publishedAt, c.pres.due = maps.Clone(loads), now, false
+			// This instance plans from what it published, as the others do.
+			c.profiles.mu.Lock()
+			c.profiles.items[c.me] = lease.Worker{ID: c.me, Nonce: c.nonce, Profile: c.pres.tries, Loads: maps.Clone(loads), Config: c.config, Roster: true}
+			c.profiles.mu.Unlock()
+		case takeOver || legacy || errors.Is(err, lease.ErrDuplicateInstance):
+			return err // with instances of an earlier version about, it is the renewal they see
+		default:
+			c.pres.due = true
+			c.st.Log.Debugf("stream %s: publishing this instance's loads: %v", c.st.Name, err)
+		}
+	}
+	b := c.pres.beat
+	b.Nonce = c.nonce
+	b.Counter = c.beats
+	got, err := c.table.Beat(ctx, c.st.ARN, c.me, b, takeOver)
+	if err != nil {
+		return err
+	}
+	if got.Born != c.pres.beat.Born && c.pres.beat.Born != "" {
+		c.pres.due = true // written anew after a removal: the worker item may be gone too
+	}
+	got.Profile = max(got.Profile, c.pres.beat.Profile)
+	c.pres.beat = got
+	return nil
+}
+
+// loadsMoved reports whether the loads measured moved enough since they
+// were last published to publish them again: another set of shards (at
+// once), or a shard's load (or the sum) moved by publishShift (at most
+// every publishEvery lease periods).
+func (c *leaseCoordinator) loadsMoved(loads map[string]float64, now time.Time) bool {
+	old := c.pres.published
+	if len(old) != len(loads) {
+		return true // other shards: every instance plans from what each holds
+	}
+	for id := range loads {
+		if _, ok := old[id]; !ok {
+			return true
+		}
+	}
+	if now.Sub(c.pres.publishedAt) < publishEvery*c.period {
+		return false
+	}
+	var sumOld, sumNew float64
+	for id, l := range loads {
+		o := old[id]
+		sumOld, sumNew = sumOld+o, sumNew+l
+		if shifted(o, l) {
+			return true
+		}
+	}
+	return shifted(sumOld, sumNew)
+}
+
+// shifted reports whether a load moved from a to b by publishShift of the
+// larger, ignoring moves under a kilobyte a second.
+func shifted(a, b float64) bool {
+	d := math.Abs(a - b)
+	return d >= 1024 && d >= publishShift*max(a, b)
+}
+
+// isLegacy reports whether an instance of an earlier version was seen
+// alive within legacyKeep lease periods.
+func (c *leaseCoordinator) isLegacy(now time.Time) bool {
+	return !c.legacySeen.IsZero() && now.Sub(c.legacySeen) < legacyKeep*c.period
+}
+
+// noteLegacy takes in the worker items of a scan: one of an earlier
+// version (no roster) that moved since the last scan is alive.
+func (c *leaseCoordinator) noteLegacy(ws []lease.Worker, now time.Time) {
+	for _, w := range ws {
+		if w.Roster || w.ID == c.me {
+			continue
+		}
+		if s, seen := c.view.sighting(w.ID); !seen || s.roster || s.counter != w.Counter || s.born != w.Born || now.Sub(s.at) < c.period {
+			c.legacySeen = now
+			return
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package leasecoord
+
+// The lease coordination at internet scale, in virtual time: many
+// processes start together on many idle shards of one lease table
+// (lease.Memory, which bills each call as DynamoDB would), with no fault.
+// What it measures: the time to balance from a common start, what the
+// table costs in steady state against KCL's documented behaviour for the
+// same fleet, how soon a crashed process's shards are taken, and how soon
+// every other process sees each of those takes.
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benthos-kinesis/benthos-kinesis/input/coord"
+	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
+	"github.com/benthos-kinesis/benthos-kinesis/internal/ddbcost"
+)
+
+var (
+	scaleShards    = flag.Int("sim.scale.shards", 2000, "shards of TestSimulationAtScale (make sim-scale: 10,000)")
+	scaleInstances = flag.Int("sim.scale.instances", 20, "processes of TestSimulationAtScale (make sim-scale: 100)")
+)
+
+// scaleResult is what a run at scale measured.
+type scaleResult struct {
+	balanced     time.Duration // from the common start
+	readUnits    float64       // per second, steady state
+	writeUnits   float64
+	calls        float64
+	usage        map[string]lease.Usage // steady state, per second
+	takenOver    time.Duration          // from the crash until every shard of the crashed process is owned again
+	seenWithin   time.Duration          // the longest time a take of them took to show in another process's view
+	seenCount    int
+	scansSteady  int64 // scans in the steady-state window
+	crashedHeld  int
+	kclWriteUnit float64 // KCL's renewals per second for the same fleet
+}
+
+// runAtScale runs shards over instances at lease period period.
+func runAtScale(t *testing.T, shards, instances int, period time.Duration) scaleResult {
+	t.Helper()
+	w := newSimWorld(1)
+	f := &simFleet{w: w, log: &simLog{w: w, level: slog.LevelWarn, keep: 200}, period: period, commitPeriod: time.Second,
+		out: map[simKey]map[int64][]simHandOut{}, ackedTo: map[simKey]int64{}, acks: map[simKey]map[int64]bool{},
+		excuses: map[simKey][]time.Time{}, askedAt: map[simKey]time.Time{}, readAt: map[simKey]time.Time{}, ended: map[simKey]bool{}, rates: map[string]float64{},
+		gens: []*simGen{nil}, recreatedAt: w.now.Add(-time.Hour)}
+	f.handOutEvery = f.period / 8
+	f.table = &simTable{mem: lease.NewMemory(), onApplied: f.applied}
+	f.gen = 1
+	g := &simGen{created: w.now, start: map[string]int64{}, end: map[string]int64{}}
+	for i := range shards {
+		id := fmt.Sprintf("shardId-%012d", i)
+		start := int64(1_000_000_000) + int64(i)*10_000 // within generation 1 (sequence numbers / 1e9), idle shards
+		g.shards = append(g.shards, coord.Shard{ID: id, StartSeq: fmt.Sprint(start)})
+		g.start[id] = start
+		f.rates[id] = 0 // idle: leases renewed by heartbeats alone
+		f.readAt[simKey{1, id}] = w.now
+	}
+	f.gens = append(f.gens, g)
+	start := w.now.Add(time.Second)
+	for i := range instances {
+		f.newProc(fmt.Sprintf("w%03d", i)).start(start)
+	}
+	light := func() error {
+		if f.failure != "" {
+			return fmt.Errorf("%s", f.failure)
+		}
+		return nil
+	}
+	var res scaleResult
+	owners := func() map[string]int {
+		n := map[string]int{}
+		for _, it := range f.table.mem.Items() {
+			n[it.Owner]++
+		}
+		return n
+	}
+	balanced := func(n map[string]int, procs int) bool {
+		if n[""] > 0 || len(n) != procs {
+			return false
+		}
+		lo, hi := shards, 0
+		for _, k := range n {
+			lo, hi = min(lo, k), max(hi, k)
+		}
+		return hi-lo <= 1
+	}
+	// Balance from the common start, checked every 100 ms.
+	var balancedAt time.Time
+	for at := start; at.Before(start.Add(10 * period)); at = at.Add(100 * time.Millisecond) {
+		if err := w.runUntil(at, light); err != nil {
+			t.Fatal(err)
+		}
+		if balanced(owners(), instances) {
+			balancedAt = w.now
+			break
+		}
+	}
+	if balancedAt.IsZero() {
+		t.Fatalf("%d shards over %d processes not balanced within 10 lease periods of a common start: %v", shards, instances, summarizeOwners(owners()))
+	}
+	res.balanced = balancedAt.Sub(start)
+
+	// Steady state: a lease period to settle, then three measured.
+	if err := w.runUntil(w.now.Add(period), light); err != nil {
+		t.Fatal(err)
+	}
+	u0, scans0 := f.table.mem.Usage(), scansOf(f)
+	window := 3 * period
+	if err := w.runUntil(w.now.Add(window), light); err != nil {
+		t.Fatal(err)
+	}
+	u1, scans1 := f.table.mem.Usage(), scansOf(f)
+	res.usage = map[string]lease.Usage{}
+	for k, u := range u1 {
+		d := lease.Usage{Calls: u.Calls - u0[k].Calls, ReadUnits: (u.ReadUnits - u0[k].ReadUnits) / window.Seconds(), WriteUnits: (u.WriteUnits - u0[k].WriteUnits) / window.Seconds()}
+		if d.Calls > 0 {
+			res.usage[k] = d
+			res.calls += float64(d.Calls) / window.Seconds()
+			res.readUnits += d.ReadUnits
+			res.writeUnits += d.WriteUnits
+		}
+	}
+	res.scansSteady = scans1 - scans0
+	res.kclWriteUnit = float64(shards) / (period / 3).Seconds()
+
+	// A crash: every shard of the process taken by others, and each take
+	// seen by every other process.
+	victim := f.procs[len(f.procs)/2]
+	var held []string
+	for _, it := range f.table.mem.Items() {
+		if it.Owner == victim.name {
+			held = append(held, it.ShardID)
+		}
+	}
+	res.crashedHeld = len(held)
+	crashAt := w.now
+	victim.crash()
+	takenAt := map[string]time.Time{}
+	seen := map[string]time.Time{} // proc/shard: when its view first showed the new owner
+	for at := crashAt; at.Before(crashAt.Add(5 * period)); at = at.Add(10 * time.Millisecond) {
+		if err := w.runUntil(at, light); err != nil {
+			t.Fatal(err)
+		}
+		items := map[string]lease.Shard{}
+		for _, it := range f.table.mem.Items() {
+			items[it.ShardID] = it
+		}
+		for _, id := range held {
+			if it := items[id]; it.Owner != victim.name && it.Owner != "" {
+				if _, ok := takenAt[id]; !ok {
+					takenAt[id] = w.now
+				}
+			}
+		}
+		for _, p := range f.procs {
+			if p == victim || p.down() {
+				continue
+			}
+			p.c.view.mu.Lock()
+			for id, at := range takenAt {
+				k := p.name + "/" + id
+				if _, ok := seen[k]; ok {
+					continue
+				}
+				if it, ok := p.c.view.items[id]; ok && it.Owner == items[id].Owner {
+					seen[k] = w.now
+					res.seenWithin = max(res.seenWithin, w.now.Sub(at))
+				}
+			}
+			p.c.view.mu.Unlock()
+		}
+		if len(takenAt) == len(held) && len(seen) == len(held)*(instances-1) {
+			break
+		}
+	}
+	if len(takenAt) < len(held) {
+		t.Fatalf("%d of the %d shards of the crashed process taken within 5 lease periods", len(takenAt), len(held))
+	}
+	for _, at := range takenAt {
+		res.takenOver = max(res.takenOver, at.Sub(crashAt))
+	}
+	res.seenCount = len(seen)
+	w.over = true
+	w.drain()
+	return res
+}
+
+// scansOf counts the scans of the stream's items the processes made.
+func scansOf(f *simFleet) int64 {
+	return f.table.mem.Usage()["Scan/table"].Calls
+}
+
+func summarizeOwners(n map[string]int) string {
+	counts := map[int]int{}
+	for owner, k := range n {
+		if owner != "" {
+			counts[k]++
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d hold %d", counts[k], k))
+	}
+	return fmt.Sprintf("%d free; %s", n[""], strings.Join(parts, ", "))
+}
+
+// TestSimulationAtScale: 2,000 idle shards over 20 processes at
+// lease_period 10s (make sim-scale: 10,000 over 100, about three minutes):
+// from a common start every shard
+// is owned and the shares are within one of each other within two lease
+// periods; a crashed process's shards are taken within 1.5 lease periods,
+// and each take shows in every other process's view within a lease cycle
+// (a third of a lease period, and the scan it takes); in steady state no
+// process scans the stream's items, and the table costs at most a
+// fiftieth of KCL's one renewal per lease every third of the failover
+// time, for the same fleet.
+func TestSimulationAtScale(t *testing.T) {
+	t.Parallel()
+	shards, instances := *scaleShards, *scaleInstances
+	const period = 10 * time.Second
+	res := runAtScale(t, shards, instances, period)
+	month := ddbcost.Monthly(res.writeUnits, res.readUnits)
+	kcl := ddbcost.Monthly(res.kclWriteUnit, 0)
+	var ops []string
+	for _, k := range slices.Sorted(maps.Keys(res.usage)) {
+		u := res.usage[k]
+		ops = append(ops, fmt.Sprintf("%s %.1f calls/s %.1f RU/s %.1f WU/s", k, float64(u.Calls)/(3*period).Seconds(), u.ReadUnits, u.WriteUnits))
+	}
+	t.Logf("%d shards over %d processes, lease_period %v, in virtual time: balanced %v (%.2f lease periods) after a common start; steady state %.1f calls/s, %.1f read and %.1f write units/s, $%.2f a month ($%.4f a shard, $%.3f an instance), %d scans; KCL for the same fleet: %.0f write units/s, $%.0f a month (%.0f times ours); a crashed process's %d shards taken within %v (%.2f lease periods), each take seen by all %d others within %v",
+		shards, instances, period, res.balanced.Round(time.Millisecond), res.balanced.Seconds()/period.Seconds(),
+		res.calls, res.readUnits, res.writeUnits, month, month/float64(shards), month/float64(instances), res.scansSteady,
+		res.kclWriteUnit, kcl, kcl/month, res.crashedHeld, res.takenOver.Round(time.Millisecond), res.takenOver.Seconds()/period.Seconds(),
+		instances-1, res.seenWithin.Round(time.Millisecond))
+	t.Logf("steady state by request: %s", strings.Join(ops, "; "))
+	if res.balanced > 2*period {
+		t.Errorf("balanced %v after the start, want within 2 lease periods", res.balanced)
+	}
+	if res.takenOver > period*3/2 {
+		t.Errorf("the crashed process's shards taken within %v, want 1.5 lease periods", res.takenOver)
+	}
+	if res.seenWithin > period/3+period/10 {
+		t.Errorf("a take seen by another process %v after it, want within a lease cycle (%v)", res.seenWithin, period/3)
+	}
+	if res.scansSteady != 0 {
+		t.Errorf("%d scans of the stream's items in steady state, want none", res.scansSteady)
+	}
+	if month > kcl/50 {
+		t.Errorf("$%.2f a month, more than a fiftieth of KCL's $%.0f", month, kcl)
+	}
+}
