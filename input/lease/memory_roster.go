@@ -21,12 +21,10 @@ func (m *Memory) Poll(ctx context.Context, streamARN string) (Poll, error) {
 	item := m.items[streamKey(streamARN)]
 	items := []map[string]types.AttributeValue{item}
 	m.chargeGet(streamKey(streamARN), false)
-	if item != nil {
-		rosters, _ := getN(item, attrRosters)
-		for n := range min(max(int(rosters), 1), maxRosters) {
-			items = append(items, m.items[rosterKey(streamARN, n)])
-			m.chargeGet(rosterKey(streamARN, n), false)
-		}
+	rosters, _ := getN(item, attrRosters)
+	for n := range min(max(int(rosters), 1), maxRosters) {
+		items = append(items, m.items[rosterKey(streamARN, n)])
+		m.chargeGet(rosterKey(streamARN, n), false)
 	}
 	p, err := decodePoll(streamARN, items)
 	return p, m.wrap(err)

@@ -155,16 +155,15 @@ func (t *Table) Poll(ctx context.Context, streamARN string) (Poll, error) {
 		return Poll{}, err
 	}
 	items := []map[string]types.AttributeValue{item}
-	if item != nil {
-		rosters, _ := getN(item, attrRosters)
-		for n := range min(max(int(rosters), t.rostersOf(streamARN), 1), maxRosters) {
-			r, err := t.readItem(ctx, rosterKey(streamARN, n), false, what)
-			if err != nil {
-				return Poll{}, err
-			}
-			items = append(items, r)
+	rosters, _ := getN(item, attrRosters) // at least the first, and as many as seen before: the stream's item may be gone
+	for n := range min(max(int(rosters), t.rostersOf(streamARN), 1), maxRosters) {
+		r, err := t.readItem(ctx, rosterKey(streamARN, n), false, what)
+		if err != nil {
+			return Poll{}, err
 		}
+		items = append(items, r)
 	}
+	t.setRosters(streamARN, int(rosters))
 	p, err := decodePoll(streamARN, items)
 	if err != nil {
 		return Poll{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
