@@ -64,11 +64,16 @@ func BenchmarkLeaseTableScale(b *testing.B) {
 // what a lease table costs when its checkpoints move, and what of it the
 // checkpoints are (UpdateItem on shard items), beside the heartbeats. It
 // also reports the Scans in the measured window, which a steady fleet
-// needs none of once the roster replaces them. make bench-leases.
+// needs none of. make bench-leases.
+//
+// 256 shards over 8 instances only: 1,024 busy shards are 1,024
+// checkpoint writes a second, more than dynalite serves beside 16 inputs
+// on a two-core machine (their commits took 3.4 s, a third of a lease
+// period, and leases lapsed); their checkpoints cost what 256's do per
+// shard, and the rest what the idle fleet costs.
 func BenchmarkLeaseTableScaleBusy(b *testing.B) {
 	for _, f := range []scaleFleet{
 		{256, 8, 10 * time.Second},
-		{1024, 16, 10 * time.Second},
 	} {
 		b.Run(f.String(), func(b *testing.B) { benchLeaseScale(b, f, true) })
 	}

@@ -47,6 +47,7 @@ const (
 type presence struct {
 	beat        lease.Beat // as last written; Bucket -1 before the first
 	published   map[string]float64
+	held        []string // the leases held when it was published
 	publishedAt time.Time
 	due         bool  // the worker item is to be written at the next heartbeat
 	tries       int64 // writings of the worker item sent (Presence.Profile)
@@ -161,7 +162,7 @@ func (c *leaseCoordinator) readWorker(ctx context.Context, id string) (lease.Wor
 func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[string]float64, takeOver bool) error {
 	now := c.clock.Now()
 	legacy := c.isLegacy(now)
-	if takeOver || legacy || c.pres.due || c.loadsMoved(loads, now) {
+	if takeOver || legacy || c.pres.due || c.loadsMoved(listed, loads, now) {
 		// What is published is for the balance: a failure to write it
 		// does not hold the beat up, which renews the leases.
 		err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed,
@@ -171,6 +172,7 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 		case err == nil:
 			c.pres.beat.Profile = c.pres.tries
 			c.pres.published, c.pres.publishedAt, c.pres.due = maps.Clone(loads), now, false
+			c.pres.held = slices.Clone(listed)
 			// This instance plans from what it published, as the others do.
 			c.profiles.mu.Lock()
 			c.profiles.items[c.me] = lease.Worker{ID: c.me, Nonce: c.nonce, Profile: c.pres.tries, Loads: maps.Clone(loads), Config: c.config, Roster: true}
@@ -197,26 +199,23 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 	return nil
 }
 
-// loadsMoved reports whether the loads measured moved enough since they
-// were last published to publish them again: another set of shards (at
-// once), or a shard's load (or the sum) moved by publishShift (at most
-// every publishEvery lease periods).
-func (c *leaseCoordinator) loadsMoved(loads map[string]float64, now time.Time) bool {
-	old := c.pres.published
-	if len(old) != len(loads) {
-		return true // other shards: every instance plans from what each holds
-	}
-	for id := range loads {
-		if _, ok := old[id]; !ok {
-			return true
-		}
+// loadsMoved reports whether what this instance holds, or the loads it
+// measured, moved enough since they were last published to publish them
+// again: other leases held (at once: every instance plans from what each
+// holds), or a shard's load (or their sum) moved by publishShift, a shard
+// whose meter was not warm yet counting as 0 (at most every publishEvery
+// lease periods). An idle shard whose meter warms up moves nothing.
+func (c *leaseCoordinator) loadsMoved(listed []string, loads map[string]float64, now time.Time) bool {
+	if !slices.Equal(listed, c.pres.held) {
+		return true
 	}
 	if now.Sub(c.pres.publishedAt) < publishEvery*c.period {
 		return false
 	}
+	old := c.pres.published
 	var sumOld, sumNew float64
-	for id, l := range loads {
-		o := old[id]
+	for _, id := range listed {
+		o, l := old[id], loads[id]
 		sumOld, sumNew = sumOld+o, sumNew+l
 		if shifted(o, l) {
 			return true

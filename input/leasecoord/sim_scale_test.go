@@ -38,6 +38,10 @@ type scaleResult struct {
 	takenOver    time.Duration          // from the crash until every shard of the crashed process is owned again
 	seenWithin   time.Duration          // the longest time a take of them took to show in another process's view
 	seenCount    int
+	// When a process joins the balanced fleet: how soon each ask showed
+	// in its holder's view, and each handover in every other process's.
+	askSeen, handoverSeen time.Duration
+	asks, handovers       int
 	scansSteady  int64 // scans in the steady-state window
 	crashedHeld  int
 	kclWriteUnit float64 // KCL's renewals per second for the same fleet
@@ -188,6 +192,58 @@ func runAtScale(t *testing.T, shards, instances int, period time.Duration) scale
 		res.takenOver = max(res.takenOver, at.Sub(crashAt))
 	}
 	res.seenCount = len(seen)
+
+	// A process joins: it asks holders for leases, they hand them over.
+	type change struct {
+		at            time.Time
+		shard, by, to string // to: the new owner (a handover), or the asker (an ask)
+		holder        string // of an ask
+		ask           bool
+		seen          map[string]bool
+	}
+	var changes []*change
+	f.table.onApplied = func(p *simProc, op string, before, after lease.Shard, wr lease.Write) {
+		f.applied(p, op, before, after, wr)
+		switch {
+		case op == "Ask":
+			changes = append(changes, &change{at: w.now, shard: after.ShardID, by: p.name, to: p.name, holder: before.Owner, ask: true, seen: map[string]bool{}})
+		case op == "Hold" && wr.Release && wr.HandOver != "":
+			changes = append(changes, &change{at: w.now, shard: after.ShardID, by: p.name, to: wr.HandOver, seen: map[string]bool{}})
+		}
+	}
+	joiner := f.newProc("w-new")
+	joinAt := w.now
+	joiner.start(joinAt)
+	for at := joinAt; at.Before(joinAt.Add(6 * period)); at = at.Add(20 * time.Millisecond) {
+		if err := w.runUntil(at, light); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range changes {
+			for _, p := range f.procs {
+				if p == victim || p.down() || !p.joined || ch.seen[p.name] || p.name == ch.by {
+					continue
+				}
+				p.c.view.mu.Lock()
+				it, ok := p.c.view.items[ch.shard]
+				p.c.view.mu.Unlock()
+				switch {
+				case ch.ask && p.name == ch.holder && ok && (it.HandoffTo == ch.to || it.Owner != ch.holder):
+					ch.seen[p.name] = true
+					res.askSeen = max(res.askSeen, w.now.Sub(ch.at))
+				case !ch.ask && ok && it.Owner == ch.to:
+					ch.seen[p.name] = true
+					res.handoverSeen = max(res.handoverSeen, w.now.Sub(ch.at))
+				}
+			}
+		}
+	}
+	for _, ch := range changes {
+		if ch.ask {
+			res.asks++
+		} else {
+			res.handovers++
+		}
+	}
 	w.over = true
 	w.drain()
 	return res
@@ -240,6 +296,14 @@ func TestSimulationAtScale(t *testing.T) {
 		res.kclWriteUnit, kcl, kcl/month, res.crashedHeld, res.takenOver.Round(time.Millisecond), res.takenOver.Seconds()/period.Seconds(),
 		instances-1, res.seenWithin.Round(time.Millisecond))
 	t.Logf("steady state by request: %s", strings.Join(ops, "; "))
+	t.Logf("a process joining the balanced fleet: %d asks, each seen by its holder within %v; %d handovers, each seen by every other process within %v",
+		res.asks, res.askSeen.Round(time.Millisecond), res.handovers, res.handoverSeen.Round(time.Millisecond))
+	if res.asks == 0 || res.handovers == 0 {
+		t.Errorf("a process joining the balanced fleet was handed nothing (%d asks, %d handovers)", res.asks, res.handovers)
+	}
+	if cycle := period/3 + period/10; res.askSeen > cycle || res.handoverSeen > cycle {
+		t.Errorf("an ask seen %v after it, a handover %v: want within a lease cycle (%v)", res.askSeen, res.handoverSeen, period/3)
+	}
 	if res.balanced > 2*period {
 		t.Errorf("balanced %v after the start, want within 2 lease periods", res.balanced)
 	}
