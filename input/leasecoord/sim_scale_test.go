@@ -30,21 +30,21 @@ var (
 
 // scaleResult is what a run at scale measured.
 type scaleResult struct {
-	balanced     time.Duration // from the common start
-	readUnits    float64       // per second, steady state
-	writeUnits   float64
-	calls        float64
-	usage        map[string]lease.Usage // steady state, per second
-	takenOver    time.Duration          // from the crash until every shard of the crashed process is owned again
-	seenWithin   time.Duration          // the longest time a take of them took to show in another process's view
-	seenCount    int
+	balanced   time.Duration // from the common start
+	readUnits  float64       // per second, steady state
+	writeUnits float64
+	calls      float64
+	usage      map[string]lease.Usage // steady state, per second
+	takenOver  time.Duration          // from the crash until every shard of the crashed process is owned again
+	seenWithin time.Duration          // the longest time a take of them took to show in another process's view
+	seenCount  int
 	// When a process joins the balanced fleet: how soon each ask showed
 	// in its holder's view, and each handover in every other process's.
 	askSeen, handoverSeen time.Duration
 	asks, handovers       int
-	scansSteady  int64 // scans in the steady-state window
-	crashedHeld  int
-	kclWriteUnit float64 // KCL's renewals per second for the same fleet
+	scansSteady           int64 // scans in the steady-state window
+	crashedHeld           int
+	kclWriteUnit          float64 // KCL's renewals per second for the same fleet
 }
 
 // runAtScale runs shards over instances at lease period period.
