@@ -37,6 +37,7 @@ var (
 	instanceLoad       = newGauge("kinesis_instance_bytes_per_second", "stream")
 	leaseMoves         = newCounter("kinesis_lease_moves", "stream", "cause")
 	leasesTaken        = newCounter("kinesis_leases_taken", "stream")
+	leaseScans         = newCounter("kinesis_lease_scans", "stream")
 	leasesStolen       = newCounter("kinesis_leases_stolen", "stream")
 	leasesHandedOver   = newCounter("kinesis_leases_handed_over", "stream")
 	leasesLost         = newCounter("kinesis_leases_lost", "stream")
