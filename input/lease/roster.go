@@ -312,15 +312,8 @@ func (t *Table) createRoster(ctx context.Context, streamARN string, n int) error
 	if _, err := t.putNew(ctx, emptyRoster(streamARN, n), what); err != nil {
 		return err
 	}
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.name),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		Key:                       map[string]types.AttributeValue{attrKey: str(streamKey(streamARN))},
-		UpdateExpression:          aws.String("SET #r = :n"),
-		ConditionExpression:       aws.String("attribute_exists(#k) AND (attribute_not_exists(#r) OR #r < :n)"),
-		ExpressionAttributeNames:  map[string]string{"#r": attrRosters, "#k": attrKey},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(int64(n + 1))},
-	})
+	err := t.updateStream(ctx, streamARN, "SET #r = :n", "attribute_exists(#k) AND (attribute_not_exists(#r) OR #r < :n)",
+		map[string]string{"#r": attrRosters, "#k": attrKey}, map[string]types.AttributeValue{":n": num(int64(n + 1))})
 	if err != nil && !conditionFailed(err) {
 		return t.fail(what, err)
 	}
@@ -389,15 +382,8 @@ func (t *Table) setRosters(streamID string, n int) {
 // only at their next scan otherwise. A stream with no item yet (nothing
 // reads it) is not announced to.
 func (t *Table) announce(ctx context.Context, streamID string) {
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.name),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		Key:                       map[string]types.AttributeValue{attrKey: str(streamKey(streamID))},
-		UpdateExpression:          aws.String("ADD #c :one"),
-		ConditionExpression:       aws.String("attribute_exists(#k)"),
-		ExpressionAttributeNames:  map[string]string{"#c": attrChanges, "#k": attrKey},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-	})
+	err := t.updateStream(ctx, streamID, "ADD #c :one", "attribute_exists(#k)",
+		map[string]string{"#c": attrChanges, "#k": attrKey}, map[string]types.AttributeValue{":one": num(1)})
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil && !conditionFailed(err) {
@@ -405,6 +391,20 @@ func (t *Table) announce(ctx context.Context, streamID string) {
 	} else {
 		delete(t.owed, streamID)
 	}
+}
+
+// updateStream updates the stream's item by expr, under cond.
+func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, names map[string]string, values map[string]types.AttributeValue) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		Key:                       map[string]types.AttributeValue{attrKey: str(streamKey(streamID))},
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return err
 }
 
 // announceOwed sends the announcement owed for a stream, if one is.
