@@ -66,7 +66,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	defer cancel()
 	sent := c.clock.Now()
 	listed, loads := c.book.presence()
-	err := c.beat(hctx, listed, loads, false)
+	anew, err := c.beat(hctx, listed, loads, false)
 	c.beats++
 	if errors.Is(err, lease.ErrDuplicateInstance) {
 		c.takenOver(ctx)
@@ -74,7 +74,7 @@ func (c *leaseCoordinator) heartbeat(ctx context.Context) error {
 	}
 	if err == nil {
 		c.lastBeat = sent
-		c.fenced(c.book.beaten(sent, c.clock.Now(), listed))
+		c.fenced(c.book.beaten(sent, c.clock.Now(), listed, !anew))
 	}
 	return err
 }

@@ -315,7 +315,7 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	sent := c.clock.Now()
-	err = c.beat(ctx, []string{}, nil, true)
+	_, err = c.beat(ctx, []string{}, nil, true)
 	c.beats++ // sent: it may have been applied, whatever the answer
 	if err != nil {
 		return err

@@ -158,14 +158,15 @@ func (c *leaseCoordinator) readWorker(ctx context.Context, id string) (lease.Wor
 // first when what it publishes changed enough (or, with instances of an
 // earlier version about, every time, moving its counter as they expect),
 // then its beat. ErrDuplicateInstance: another process beats under this
-// instance's name.
-func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[string]float64, takeOver bool) error {
+// instance's name. anew reports a beat written anew: this process's entry
+// had been removed as dead (see leaseBook.beaten).
+func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[string]float64, takeOver bool) (anew bool, err error) {
 	now := c.clock.Now()
 	legacy := c.isLegacy(now)
 	if takeOver || legacy || c.pres.due || c.loadsMoved(listed, loads, now) {
 		// What is published is for the balance: a failure to write it
 		// does not hold the beat up, which renews the leases.
-		err := c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed,
+		err = c.table.Heartbeat(ctx, c.st.ARN, c.me, lease.Presence{Nonce: c.nonce, Loads: loads, Config: c.config, Held: listed,
 			Beat: c.beats, Born: lease.NewWriteID(), Roster: true, Profile: c.pres.tries + 1}, takeOver)
 		c.pres.tries++ // whatever the answer: a write whose answer was lost is another writing
 		switch {
@@ -178,7 +179,7 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 			c.profiles.items[c.me] = lease.Worker{ID: c.me, Nonce: c.nonce, Profile: c.pres.tries, Loads: maps.Clone(loads), Config: c.config, Roster: true}
 			c.profiles.mu.Unlock()
 		case takeOver || legacy || errors.Is(err, lease.ErrDuplicateInstance):
-			return err // with instances of an earlier version about, it is the renewal they see
+			return false, err // with instances of an earlier version about, it is the renewal they see
 		default:
 			c.pres.due = true
 			c.st.Log.Debugf("stream %s: publishing this instance's loads: %v", c.st.Name, err)
@@ -189,14 +190,15 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 	b.Counter = c.beats
 	got, err := c.table.Beat(ctx, c.st.ARN, c.me, b, takeOver)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if got.Born != c.pres.beat.Born && c.pres.beat.Born != "" {
+	anew = got.Born != c.pres.beat.Born && c.pres.beat.Born != ""
+	if anew {
 		c.pres.due = true // written anew after a removal: the worker item may be gone too
 	}
 	got.Profile = max(got.Profile, c.pres.beat.Profile)
 	c.pres.beat = got
-	return nil
+	return anew, nil
 }
 
 // loadsMoved reports whether what this instance holds, or the loads it

@@ -226,13 +226,15 @@ func (b *leaseBook) validFrom(h *heldLease) time.Time { return h.renewed }
 // heartbeat was on its way, by a take conditional on the item alone, and
 // only a write of its own item at its counter shows nobody did (see
 // wrote). A heartbeat alone never revives a lease, and renews none it did
-// not list.
-func (b *leaseBook) beaten(sent, answered time.Time, listed []string) (fenced []string) {
+// not list; one that wrote this process's beat anew (revives false: an
+// instance removed it as dead, and may take the process's leases without
+// reading its beat again, see leaseView.outlived) revives none either.
+func (b *leaseBook) beaten(sent, answered time.Time, listed []string, revives bool) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fenced = b.fenceLocked(answered)
 	for _, h := range b.held {
-		if h.state == leaseFenced && sent.After(h.renewed) {
+		if revives && h.state == leaseFenced && sent.After(h.renewed) {
 			h.beatSent, h.beatAnswered = sent, answered
 		}
 	}
