@@ -185,7 +185,7 @@ type leaseCoordinator struct {
 	scanned    *lease.Scan
 	scannedAt  time.Time
 	changes    int64
-	legacySeen time.Time
+	legacySeen atomic.Int64 // unix nanoseconds of c.clock; the commit loop reads it too
 }
 
 // load announces this instance, reads every item of the stream, and agrees

@@ -236,7 +236,8 @@ func shifted(a, b float64) bool {
 // isLegacy reports whether an instance of an earlier version was seen
 // alive within legacyKeep lease periods.
 func (c *leaseCoordinator) isLegacy(now time.Time) bool {
-	return !c.legacySeen.IsZero() && now.Sub(c.legacySeen) < legacyKeep*c.period
+	seen := c.legacySeen.Load()
+	return seen != 0 && now.Sub(time.Unix(0, seen)) < legacyKeep*c.period
 }
 
 // noteLegacy takes in the worker items of a scan: one of an earlier
@@ -247,7 +248,7 @@ func (c *leaseCoordinator) noteLegacy(ws []lease.Worker, now time.Time) {
 			continue
 		}
 		if s, seen := c.view.sighting(w.ID); !seen || s.roster || s.counter != w.Counter || s.born != w.Born || now.Sub(s.at) < c.period {
-			c.legacySeen = now
+			c.legacySeen.Store(now.UnixNano())
 			return
 		}
 	}
