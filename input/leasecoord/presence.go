@@ -34,23 +34,32 @@ const safetyScans = 30
 // instance of an earlier version alive.
 const legacyKeep = 3
 
-// publishEvery bounds how often the worker item is written again for
-// loads that moved, in lease periods; publishShift is the relative move
-// of a shard's load (or of the instance's, for shards taken or given up)
-// that makes it worth writing.
+// publishEvery bounds how often, in the long run, the worker item is
+// written again for loads that moved, in lease periods, and publishBurst
+// how many such writings may follow each other at once (a token bucket):
+// a shard that turns hot ramps up its meter over a few cycles, and the
+// balance should see the ramp as it goes, not its first step and then
+// nothing for publishEvery; loads that wander for good cost a writing
+// every publishEvery. publishShift is the relative move of a shard's load
+// (or of the instance's, for shards taken or given up) that makes it
+// worth writing.
 const (
 	publishEvery = 2
+	publishBurst = 3
 	publishShift = 0.25
 )
 
 // presence is what this process published and beats as (under saveMu).
 type presence struct {
-	beat        lease.Beat // as last written; Bucket -1 before the first
-	published   map[string]float64
-	held        []string // the leases held when it was published
-	publishedAt time.Time
-	due         bool  // the worker item is to be written at the next heartbeat
-	tries       int64 // writings of the worker item sent (Presence.Profile)
+	beat      lease.Beat // as last written; Bucket -1 before the first
+	published map[string]float64
+	held      []string // the leases held when it was published
+	// tokens are the writings for moved loads allowed now (see
+	// publishBurst), as of tokensAt.
+	tokens   float64
+	tokensAt time.Time
+	due      bool  // the worker item is to be written at the next heartbeat
+	tries    int64 // writings of the worker item sent (Presence.Profile)
 }
 
 // profiles caches the worker items of the other instances, as of the
@@ -172,7 +181,7 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 		switch {
 		case err == nil:
 			c.pres.beat.Profile = c.pres.tries
-			c.pres.published, c.pres.publishedAt, c.pres.due = maps.Clone(loads), now, false
+			c.pres.published, c.pres.due = maps.Clone(loads), false
 			c.pres.held = slices.Clone(listed)
 			// This instance plans from what it published, as the others do.
 			c.profiles.mu.Lock()
@@ -205,16 +214,30 @@ func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[
 // measured, moved enough since they were last published to publish them
 // again: other leases held (at once: every instance plans from what each
 // holds), or a shard's load (or their sum) moved by publishShift, a shard
-// whose meter was not warm yet counting as 0 (at most every publishEvery
-// lease periods). An idle shard whose meter warms up moves nothing.
+// whose meter was not warm yet counting as 0, while a token is left (see
+// publishBurst; it takes one). An idle shard whose meter warms up moves
+// nothing.
 func (c *leaseCoordinator) loadsMoved(listed []string, loads map[string]float64, now time.Time) bool {
 	if !slices.Equal(listed, c.pres.held) {
 		return true
 	}
-	if now.Sub(c.pres.publishedAt) < publishEvery*c.period {
+	refill := publishEvery * c.period
+	if c.pres.tokensAt.IsZero() {
+		c.pres.tokens = publishBurst
+	} else if d := now.Sub(c.pres.tokensAt); d > 0 {
+		c.pres.tokens = min(publishBurst, c.pres.tokens+float64(d)/float64(refill))
+	}
+	c.pres.tokensAt = now
+	if c.pres.tokens < 1 || !loadsShifted(listed, c.pres.published, loads) {
 		return false
 	}
-	old := c.pres.published
+	c.pres.tokens--
+	return true
+}
+
+// loadsShifted reports whether a shard's load, or their sum, moved by
+// publishShift from old to loads.
+func loadsShifted(listed []string, old, loads map[string]float64) bool {
 	var sumOld, sumNew float64
 	for _, id := range listed {
 		o, l := old[id], loads[id]
