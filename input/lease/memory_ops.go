@@ -130,7 +130,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	}
 	item = update(item, sets, removes...)
 	m.items[key] = item
-	if w.Release {
+	if !w.KeepAsked {
 		m.announce(streamARN)
 	}
 	return decodeShard(item)

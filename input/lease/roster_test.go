@@ -186,7 +186,7 @@ func TestChangesAnnounced(t *testing.T) {
 		step("create", true, func() (err error) { it, err = st.Create(ctx, shard(s0, "100")); return })
 		step("take", true, func() (err error) { it, err = st.Take(ctx, it, "a", "pa"); return })
 		step("checkpoint", false, func() (err error) {
-			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Checkpoint: at105()})
+			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Checkpoint: at105(), KeepAsked: true})
 			return
 		})
 		step("ask", true, func() error { return st.Ask(ctx, it, "b", "pb") })
@@ -196,6 +196,11 @@ func TestChangesAnnounced(t *testing.T) {
 			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{KeepAsked: true})
 			return
 		})
+		step("a write removing the ask (its asker died)", true, func() (err error) {
+			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{})
+			return
+		})
+		step("asked once more", true, func() error { return st.Ask(ctx, it, "b", "pb") })
 		step("handover", true, func() (err error) {
 			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Release: true, HandOver: "b", HandOverNonce: "pb"})
 			return

@@ -402,7 +402,11 @@ type Write struct {
 	// still asks, and the lease becomes that process's. Empty: an ask
 	// written without a nonce.
 	HandOverNonce string
-	KeepAsked     bool // leave a handoff request in place (a renewal)
+	// KeepAsked leaves a handoff request in place (a renewal, a
+	// checkpoint). A write without it removes any ask and moves the
+	// stream's change counter (an asker reads that its ask is gone), as a
+	// release does.
+	KeepAsked bool
 	// ID names this write in the item (lastWriteId); empty: Hold makes
 	// one. After, when set, is the ID of this holder's last write whose
 	// answer never came (a time-out, a broken connection): this write then
@@ -502,7 +506,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 	})
 	if conditionFailed(err) {
 		it, err := t.applied(ctx, streamARN, shardID, me, counter, w, token)
-		if err == nil && w.Release {
+		if err == nil && !w.KeepAsked {
 			t.announce(ctx, streamARN)
 		}
 		return it, err
@@ -510,7 +514,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 	if err != nil {
 		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
 	}
-	if w.Release {
+	if !w.KeepAsked {
 		t.announce(ctx, streamARN)
 	}
 	return decodeShard(out.Attributes)

@@ -126,7 +126,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 		switch {
 		case mine && !held:
 			adopt = append(adopt, it) // handed over to this process
-		case mine && it.HandoffTo != "":
+		case mine && it.HandoffTo != "" && !c.book.behind(it):
 			askedOf = append(askedOf, it)
 		}
 	}

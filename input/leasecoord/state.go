@@ -653,6 +653,16 @@ func (b *leaseBook) released(w leaseWrite) bool {
 	return w.h.state == leaseReleased
 }
 
+// behind reports whether it is older than this instance's last write of
+// its lease (a scan taken before it; scans are rare): an ask it shows may
+// be one that write removed.
+func (b *leaseBook) behind(it lease.Shard) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.held[it.ShardID]
+	return ok && it.Counter < h.counter
+}
+
 // holds reports whether the book has a lease of the shard (in any state).
 func (b *leaseBook) holds(shardID string) bool {
 	b.mu.Lock()
