@@ -416,8 +416,13 @@ func (c *leaseCoordinator) take(ctx context.Context, it lease.Shard) bool {
 		// that woke from a pause revives a lapsed lease by a beat and
 		// then a write of the item (leaseBook.wrote), and a take
 		// conditional on the item as read here fails if that write came
-		// first (sim seed 514).
+		// first (sim seed 514). And the lease must still be expired by
+		// this instance's view: a read of the owner's beat since (made
+		// for another of its leases) may have found it moved, which the
+		// read here, compared with that sighting, would not show (sim
+		// seed 11363).
 		if now, found, gerr := c.table.Get(ctx, c.st.ARN, it.ShardID); gerr == nil && found && now.Counter != it.Counter && sameGrant(it, now, false) &&
+			c.view.expired(now, c.clock.Now()) &&
 			len(c.confirmExpired(ctx, []claim{{shard: now.ShardID, owner: now.Owner, expired: true}}, map[string]lease.Shard{now.ShardID: now})) == 1 {
 			got, err = c.table.Take(ctx, now, c.me, c.nonce)
 		}

@@ -101,6 +101,11 @@ type heldLease struct {
 	// may have been applied, moving the counter (see lease.Write.After and
 	// leaseCoordinator.writeFailed). Empty when the last write answered.
 	lost string
+	// outlived is set on the leases in the book when a beat wrote this
+	// process's entry anew: an instance removed it as dead, and may take
+	// them without reading its beat again (leaseView.outlived). No later
+	// beat revives them once fenced; they are given up (see due).
+	outlived bool
 	// fencedAt is when the lease was first fenced since a reader was last
 	// granted it: renewals that come back too late to read it again do
 	// not reset it.
@@ -228,19 +233,25 @@ func (b *leaseBook) validFrom(h *heldLease) time.Time { return h.renewed }
 // wrote). A heartbeat alone never revives a lease, and renews none it did
 // not list; one that wrote this process's beat anew (revives false: an
 // instance removed it as dead, and may take the process's leases without
-// reading its beat again, see leaseView.outlived) revives none either.
+// reading its beat again, see leaseView.outlived) revives none either,
+// then or ever after: every lease in the book then is outlived. (Sim seed
+// 2680: the next beat after one written anew revived a fenced lease, which
+// its remover took at once.)
 func (b *leaseBook) beaten(sent, answered time.Time, listed []string, revives bool) (fenced []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fenced = b.fenceLocked(answered)
 	for _, h := range b.held {
-		if revives && h.state == leaseFenced && sent.After(h.renewed) {
+		if !revives {
+			h.outlived = true
+		}
+		if !h.outlived && h.state == leaseFenced && sent.After(h.renewed) {
 			h.beatSent, h.beatAnswered = sent, answered
 		}
 	}
 	for _, id := range listed {
 		h, ok := b.held[id]
-		if !ok || (h.state != leaseHeld && h.state != leaseHandingOver) {
+		if !ok || h.outlived || (h.state != leaseHeld && h.state != leaseHandingOver) {
 			continue
 		}
 		if answered.Sub(h.renewed) >= b.period {
