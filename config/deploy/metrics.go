@@ -38,6 +38,7 @@ var (
 	leaseMoves         = newCounter("kinesis_lease_moves", "stream", "cause")
 	leasesTaken        = newCounter("kinesis_leases_taken", "stream")
 	leaseScans         = newCounter("kinesis_lease_scans", "stream")
+	leaseChangesRead   = newCounter("kinesis_lease_changes_read", "stream")
 	leasesStolen       = newCounter("kinesis_leases_stolen", "stream")
 	leasesHandedOver   = newCounter("kinesis_leases_handed_over", "stream")
 	leasesLost         = newCounter("kinesis_leases_lost", "stream")

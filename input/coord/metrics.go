@@ -14,6 +14,7 @@ type Metrics struct {
 
 	LeasesTaken      *service.MetricCounter // free or expired leases taken
 	LeaseScans       *service.MetricCounter // scans of the stream's lease items
+	LeaseChangesRead *service.MetricCounter // lease items read alone, named by the change log
 	LeasesStolen     *service.MetricCounter // leases asked of a live holder and received
 	LeasesLost       *service.MetricCounter // held leases found taken by another instance
 	LeasesHandedOver *service.MetricCounter // leases handed over after their last checkpoint
@@ -43,6 +44,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		OwnedShards:      metricdef.OwnedShards.Gauge(m),
 		LeasesTaken:      metricdef.LeasesTaken.Counter(m),
 		LeaseScans:       metricdef.LeaseScans.Counter(m),
+		LeaseChangesRead: metricdef.LeaseChangesRead.Counter(m),
 		LeasesStolen:     metricdef.LeasesStolen.Counter(m),
 		LeasesLost:       metricdef.LeasesLost.Counter(m),
 		LeasesHandedOver: metricdef.LeasesHandedOver.Counter(m),

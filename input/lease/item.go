@@ -44,6 +44,7 @@ const (
 	attrHandedOver   = "handedOver"             // shard items: handed over by its last holder, not taken up yet
 	attrChanges      = "leaseChanges"           // stream items: moved by every change of a lease's owner (see Announce)
 	attrRosters      = "rosters"                // stream items: how many roster items the stream's instances beat in
+	attrLog          = "leaseLog"               // stream items: the shard of each of the last changes, by counter (see announce)
 	attrBeats        = "beats"                  // roster items: each instance's beat, by instance id
 	kindShard        = "shard"
 	kindStream       = "stream"
@@ -123,6 +124,9 @@ type Stream struct {
 	// deleted or set): an instance scans the stream's items again only when
 	// it moved (see Store.Poll). Checkpoints do not move it.
 	Changes int64
+	// Log names the shard of each of the last changes, by the counter it
+	// moved Changes to (see ChangedSince).
+	Log map[int64]string
 	// Rosters is how many roster items the stream's instances beat in.
 	Rosters int
 	// Malformed says why the item in the table could not be read (a hand
@@ -455,6 +459,7 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 func decodeStream(item map[string]types.AttributeValue) (Stream, error) {
 	s := Stream{ARN: getS(item, attrStream), Pinned: getBool(item, attrPinned)}
 	s.Changes, _ = getN(item, attrChanges)
+	s.Log = decodeLog(item)
 	rosters, _ := getN(item, attrRosters)
 	s.Rosters = int(min(max(rosters, 0), maxRosters))
 	key := getS(item, attrKey)

@@ -141,7 +141,7 @@ func (m *Memory) SetShard(s Shard) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.items[s.Key()] = item
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 }
 
 // SetItem plants an item as it is, attribute by attribute, over any item of
@@ -153,7 +153,7 @@ func (m *Memory) SetItem(item map[string]types.AttributeValue) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.items[getS(item, attrKey)] = maps.Clone(item)
-	m.announce(getS(item, attrStream))
+	m.announce(getS(item, attrStream), anyShard)
 }
 
 // free reports whether an item's lease is free: no leaseOwner, or an empty

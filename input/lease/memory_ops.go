@@ -77,7 +77,7 @@ func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
 	}
 	m.items[s.Key()] = encodeShard(s)
 	m.chargeWrite("PutItem", s.Key(), nil)
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 	return s, nil
 }
 
@@ -131,7 +131,7 @@ func (m *Memory) Hold(ctx context.Context, streamARN, shardID, me string, counte
 	item = update(item, sets, removes...)
 	m.items[key] = item
 	if !w.KeepAsked {
-		m.announce(streamARN)
+		m.announce(streamARN, shardID)
 	}
 	return decodeShard(item)
 }
@@ -158,7 +158,7 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 		item[attrOwnerNonce] = str(nonce)
 	}
 	m.items[s.Key()] = item
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 	return decodeShard(item)
 }
 
@@ -179,7 +179,7 @@ func (m *Memory) Ask(ctx context.Context, s Shard, me, nonce string) error {
 		item[attrHandoffNonce] = str(nonce)
 	}
 	m.items[s.Key()] = item
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 	return nil
 }
 
@@ -193,7 +193,7 @@ func (m *Memory) Withdraw(ctx context.Context, s Shard, me string) error {
 	defer m.chargeWrite("UpdateItem", s.Key(), item)
 	if eqS(item, attrHandoffTo, me) {
 		m.items[s.Key()] = update(item, nil, attrHandoffTo, attrHandoffNonce)
-		m.announce(s.Stream)
+		m.announce(s.Stream, s.ShardID)
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (m *Memory) Delete(ctx context.Context, streamARN, shardID string) error {
 	defer m.chargeWrite("DeleteItem", key, m.items[key])
 	if item := m.items[key]; item != nil && free(item) {
 		delete(m.items, key)
-		m.announce(streamARN)
+		m.announce(streamARN, shardID)
 	}
 	return nil
 }
@@ -228,7 +228,7 @@ func (m *Memory) Replace(ctx context.Context, s Shard, was string) error {
 	}
 	s.Owner, s.HandoffTo, s.Counter = "", "", next
 	m.items[s.Key()] = encodeShard(s)
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 	return nil
 }
 
@@ -252,7 +252,7 @@ func (m *Memory) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 		s.Counter = prev.Counter + 1
 	}
 	m.items[s.Key()] = encodeShard(s)
-	m.announce(s.Stream)
+	m.announce(s.Stream, s.ShardID)
 	return nil
 }
 
@@ -274,7 +274,7 @@ func (m *Memory) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard)
 		c.Owner, c.HandoffTo, c.Counter = "", "", 1
 		m.items[was.Key] = encodeShard(c)
 	}
-	m.announce(brokenStream(was, s))
+	m.announce(brokenStream(was, s), anyShard)
 	return nil
 }
 
@@ -312,7 +312,7 @@ func (m *Memory) ReplaceStream(ctx context.Context, s Stream) error {
 		}
 	}
 	m.items[streamKey(s.ARN)] = item
-	m.announce(s.ARN)
+	m.announce(s.ARN, anyShard)
 	return nil
 }
 

@@ -153,13 +153,3 @@ func (m *Memory) LeaveRoster(ctx context.Context, streamARN, me string, bucket i
 	}
 	return nil
 }
-
-// announce moves the stream's change counter, if the stream has an item.
-// Must hold m.mu.
-func (m *Memory) announce(streamID string) {
-	defer m.chargeWrite("UpdateItem", streamKey(streamID), m.items[streamKey(streamID)])
-	if st := m.items[streamKey(streamID)]; st != nil {
-		n, _ := getN(st, attrChanges)
-		m.items[streamKey(streamID)] = update(st, map[string]types.AttributeValue{attrChanges: num(n + 1)})
-	}
-}

@@ -374,25 +374,6 @@ func (t *Table) setRosters(streamID string, n int) {
 	}
 }
 
-// announce moves the stream's change counter: the owner of one of its
-// leases changed (or an item was created, deleted or set). Every instance
-// polls the counter each cycle and scans the stream's items when it moved.
-// An announcement that fails is owed, and sent before the next poll of
-// this table: the change it tells of was made, and the others would see it
-// only at their next scan otherwise. A stream with no item yet (nothing
-// reads it) is not announced to.
-func (t *Table) announce(ctx context.Context, streamID string) {
-	err := t.updateStream(ctx, streamID, "ADD #c :one", "attribute_exists(#k)",
-		map[string]string{"#c": attrChanges, "#k": attrKey}, map[string]types.AttributeValue{":one": num(1)})
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err != nil && !conditionFailed(err) {
-		t.owed[streamID] = true
-	} else {
-		delete(t.owed, streamID)
-	}
-}
-
 // updateStream updates the stream's item by expr, under cond.
 func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, names map[string]string, values map[string]types.AttributeValue) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -405,14 +386,4 @@ func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, n
 		ExpressionAttributeValues: values,
 	})
 	return err
-}
-
-// announceOwed sends the announcement owed for a stream, if one is.
-func (t *Table) announceOwed(ctx context.Context, streamID string) {
-	t.mu.Lock()
-	owed := t.owed[streamID]
-	t.mu.Unlock()
-	if owed {
-		t.announce(ctx, streamID)
-	}
 }

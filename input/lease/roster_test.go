@@ -171,16 +171,35 @@ func TestChangesAnnounced(t *testing.T) {
 			t.Fatal(err)
 		}
 		last := int64(0)
-		step := func(what string, moves bool, do func() error) {
+		// named is the shard the log names for a change, "" for none (the
+		// readers scan).
+		named := func(what, want string, do func() error) {
 			t.Helper()
 			if err := do(); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			now := mustPoll(t, st).Stream.Changes
-			if moved := now != last; moved != moves {
-				t.Fatalf("%s: the change counter went from %d to %d, want moved %v", what, last, now, moves)
+			p := mustPoll(t, st).Stream
+			if p.Changes != last+1 {
+				t.Fatalf("%s: the change counter went from %d to %d, want moved by one", what, last, p.Changes)
 			}
-			last = now
+			got, ok := p.ChangedSince(last)
+			if (want == "") != !ok || (ok && (len(got) != 1 || got[0] != want)) {
+				t.Fatalf("%s: the change log names %q (%v), want %q (log %v)", what, got, ok, want, p.Log)
+			}
+			last = p.Changes
+		}
+		step := func(what string, moves bool, do func() error) {
+			t.Helper()
+			if moves {
+				named(what, s0, do)
+				return
+			}
+			if err := do(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if now := mustPoll(t, st).Stream.Changes; now != last {
+				t.Fatalf("%s: the change counter went from %d to %d, want it unmoved", what, last, now)
+			}
 		}
 		var it Shard
 		step("create", true, func() (err error) { it, err = st.Create(ctx, shard(s0, "100")); return })
@@ -217,12 +236,12 @@ func TestChangesAnnounced(t *testing.T) {
 			return
 		})
 		step("delete", true, func() error { return st.Delete(ctx, arn, s0) })
-		step("overwrite", true, func() error { return st.Overwrite(ctx, shard(s1, "200"), nil) })
+		named("overwrite", s1, func() error { return st.Overwrite(ctx, shard(s1, "200"), nil) })
 		step("a beat", false, func() error {
 			_, err := st.Beat(ctx, arn, "a", Beat{Nonce: "pa", Counter: 1, Bucket: -1}, false)
 			return err
 		})
-		step("stream written again", true, func() error {
+		named("stream written again", "", func() error {
 			return st.ReplaceStream(ctx, Stream{ARN: arn, Start: startKind("LATEST"), Pinned: true})
 		})
 		p := mustPoll(t, st)
@@ -236,4 +255,72 @@ func startKind(kind string) checkpoint.Start { return checkpoint.Start{Kind: kin
 
 func at105() *checkpoint.Checkpoint {
 	return &checkpoint.Checkpoint{Position: &checkpoint.Position{Sequence: "105"}}
+}
+
+// TestChangeLog: the stream's item names the shard of each of its last
+// logKeep changes and no more (each change drops the entry logKeep before
+// it), written whole at the first change of a stream whose item has none
+// (an item of a version before the log); a reader further behind, or one
+// that finds an entry missing or naming no shard, learns that it must scan.
+func TestChangeLog(t *testing.T) {
+	t.Parallel()
+	bothStores(t, "changelog", func(t *testing.T, st Store) {
+		ctx := t.Context()
+		if _, _, err := st.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i := range 3 {
+			id := fmt.Sprintf("shardId-%012d", i)
+			if _, err := st.Create(ctx, shard(id, "1")); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		for i := range 2*logKeep + 5 {
+			it, _, err := st.Get(ctx, arn, ids[i%3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Take(ctx, it, fmt.Sprint("i", i), fmt.Sprint("p", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := mustPoll(t, st).Stream
+		if n := int64(2*logKeep + 5 + 3); p.Changes != n || len(p.Log) != logKeep {
+			t.Fatalf("after %d changes: counter %d, %d entries in the log (%v); want %d and %d", n, p.Changes, len(p.Log), p.Log, n, logKeep)
+		}
+		if got, ok := p.ChangedSince(p.Changes - 4); !ok || !slices.Equal(got, []string{ids[2], ids[0], ids[1]}) {
+			t.Errorf("the last 4 changes: %v (%v), want %v", got, ok, []string{ids[2], ids[0], ids[1]})
+		}
+		if got, ok := p.ChangedSince(p.Changes - logKeep); !ok || len(got) != 3 {
+			t.Errorf("the last %d changes: %v (%v), want the 3 shards", logKeep, got, ok)
+		}
+		if got, ok := p.ChangedSince(p.Changes - logKeep - 1); ok {
+			t.Errorf("%d changes behind: %v, want a scan", logKeep+1, got)
+		}
+		if got, ok := p.ChangedSince(p.Changes); !ok || len(got) != 0 {
+			t.Errorf("no change: %v (%v), want none", got, ok)
+		}
+		if got, ok := p.ChangedSince(p.Changes + 1); ok {
+			t.Errorf("a counter that went back (the stream's item written anew): %v, want a scan", got)
+		}
+	})
+}
+
+// TestChangedSinceWithEntriesMissing: an entry missing (its writing
+// failed, or is on its way) or naming no shard makes the reader scan.
+func TestChangedSinceWithEntriesMissing(t *testing.T) {
+	t.Parallel()
+	s := Stream{Changes: 7, Log: map[int64]string{5: "a", 7: "b"}}
+	if got, ok := s.ChangedSince(4); ok {
+		t.Errorf("entry 6 missing: %v, want a scan", got)
+	}
+	if got, ok := s.ChangedSince(6); !ok || !slices.Equal(got, []string{"b"}) {
+		t.Errorf("since 6: %v (%v), want b", got, ok)
+	}
+	s.Log[6] = anyShard
+	if got, ok := s.ChangedSince(4); ok {
+		t.Errorf("entry 6 names no shard: %v, want a scan", got)
+	}
 }

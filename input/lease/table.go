@@ -354,7 +354,7 @@ func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
 	existing, err := t.putNew(ctx, encodeShard(s), "creating the item of shard "+s.ShardID)
 	if err != nil || existing == nil {
 		if err == nil {
-			t.announce(ctx, s.Stream)
+			t.announce(ctx, s.Stream, s.ShardID)
 		}
 		return s, err
 	}
@@ -507,7 +507,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 	if conditionFailed(err) {
 		it, err := t.applied(ctx, streamARN, shardID, me, counter, w, token)
 		if err == nil && !w.KeepAsked {
-			t.announce(ctx, streamARN)
+			t.announce(ctx, streamARN, shardID)
 		}
 		return it, err
 	}
@@ -515,7 +515,7 @@ func (t *Table) Hold(ctx context.Context, streamARN, shardID, me string, counter
 		return Shard{}, t.fail("writing the lease of shard "+shardID, err)
 	}
 	if !w.KeepAsked {
-		t.announce(ctx, streamARN)
+		t.announce(ctx, streamARN, shardID)
 	}
 	return decodeShard(out.Attributes)
 }
@@ -587,7 +587,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 	if err != nil {
 		return Shard{}, t.fail("taking the lease of shard "+s.ShardID, err)
 	}
-	t.announce(ctx, s.Stream)
+	t.announce(ctx, s.Stream, s.ShardID)
 	return decodeShard(out.Attributes)
 }
 
@@ -618,7 +618,7 @@ func (t *Table) Ask(ctx context.Context, s Shard, me, nonce string) error {
 	if err != nil {
 		return t.fail("asking for the lease of shard "+s.ShardID, err)
 	}
-	t.announce(ctx, s.Stream)
+	t.announce(ctx, s.Stream, s.ShardID)
 	return nil
 }
 
@@ -638,7 +638,7 @@ func (t *Table) Withdraw(ctx context.Context, s Shard, me string) error {
 		return t.fail("withdrawing the ask for the lease of shard "+s.ShardID, err)
 	}
 	if err == nil {
-		t.announce(ctx, s.Stream)
+		t.announce(ctx, s.Stream, s.ShardID)
 	}
 	return nil
 }
@@ -658,7 +658,7 @@ func (t *Table) Delete(ctx context.Context, streamARN, shardID string) error {
 		return t.fail("deleting the item of shard "+shardID, err)
 	}
 	if err == nil {
-		t.announce(ctx, streamARN)
+		t.announce(ctx, streamARN, shardID)
 	}
 	return nil
 }
@@ -676,7 +676,7 @@ func (t *Table) PutStream(ctx context.Context, s Stream) (Stream, bool, error) {
 
 // ReplaceStream overwrites the item of a stream: it was created again, or
 // its first shards are pinned. Its change counter moves (the instances
-// scan the stream again), and its roster stays.
+// scan the stream again), its change log goes, and its roster stays.
 func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 	item := encodeStream(s)
 	delete(item, attrKey)
@@ -689,7 +689,10 @@ func (t *Table) ReplaceStream(ctx context.Context, s Stream) error {
 		sets = append(sets, n+" = "+v)
 	}
 	expr := "SET " + strings.Join(sets, ", ")
-	var removes []string
+	// The log goes: what it names is of the stream as it was (the move of
+	// the counter, named nowhere, makes every instance scan).
+	names["#l"] = attrLog
+	removes := []string{"#l"}
 	for i, k := range []string{attrCreated, attrStartTime} {
 		if _, ok := item[k]; !ok {
 			n := fmt.Sprintf("#r%d", i)
@@ -877,7 +880,7 @@ func (t *Table) Replace(ctx context.Context, s Shard, was string) error {
 			if err != nil {
 				return t.fail(what, err)
 			}
-			t.announce(ctx, s.Stream)
+			t.announce(ctx, s.Stream, s.ShardID)
 			return nil
 		}
 	}
@@ -934,7 +937,7 @@ func (t *Table) Overwrite(ctx context.Context, s Shard, prev *Shard) error {
 	if err != nil {
 		return t.fail("writing the item of shard "+s.ShardID, err)
 	}
-	t.announce(ctx, s.Stream)
+	t.announce(ctx, s.Stream, s.ShardID)
 	return nil
 }
 
@@ -966,7 +969,7 @@ func (t *Table) ReplaceMalformed(ctx context.Context, was BrokenItem, s *Shard) 
 	if err != nil {
 		return t.fail("replacing the malformed item "+was.Key, err)
 	}
-	t.announce(ctx, brokenStream(was, s))
+	t.announce(ctx, brokenStream(was, s), anyShard)
 	return nil
 }
 

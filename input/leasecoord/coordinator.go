@@ -58,6 +58,9 @@ type leaseCoordination struct {
 	// nonce tells this process's worker items and leases apart from those
 	// of another process started with the same instance_id.
 	nonce string
+	// readsPerScan is the coordinators' (see the constant); the simulation
+	// lowers it, so that its few shards are read alone too.
+	readsPerScan int
 }
 
 // New returns the coordination of instances sharing streams through the
@@ -67,7 +70,7 @@ func New(t lease.Store, o Options) coord.Coordination { return newLeaseCoordinat
 func newLeaseCoordination(t lease.Store, o Options) *leaseCoordination {
 	var b [8]byte
 	rand.Read(b[:])
-	return &leaseCoordination{table: t, conf: o, clock: cmp.Or[Clock](o.Clock, wallClock{}), nonce: hex.EncodeToString(b[:])}
+	return &leaseCoordination{table: t, conf: o, clock: cmp.Or[Clock](o.Clock, wallClock{}), nonce: hex.EncodeToString(b[:]), readsPerScan: readsPerScan}
 }
 
 func (c *leaseCoordination) Stream(st coord.Stream, pos *coord.Positions) coord.Coordinator {
@@ -81,7 +84,7 @@ func (c *leaseCoordination) stream(st coord.Stream, pos *coord.Positions) *lease
 		clock: c.clock, saveMu: c.clock.NewMutex(),
 		book: newLeaseBook(c.conf.LeasePeriod), view: newLeaseView(c.conf.InstanceID, c.nonce, c.conf.LeasePeriod),
 		unstored: map[string][]string{}, broken: newBrokenItems(), endSeen: map[string]time.Time{},
-		pres: presence{beat: lease.Beat{Bucket: -1}}, profiles: newProfiles(),
+		pres: presence{beat: lease.Beat{Bucket: -1}}, profiles: newProfiles(), readsPerScan: c.readsPerScan,
 	}
 }
 
@@ -182,10 +185,11 @@ type leaseCoordinator struct {
 	// when the change counter was changes: cycles reuse it until the
 	// counter moves (see items). legacySeen is when an instance of an
 	// earlier version was last seen alive (see isLegacy).
-	scanned    *lease.Scan
-	scannedAt  time.Time
-	changes    int64
-	legacySeen atomic.Int64 // unix nanoseconds of c.clock; the commit loop reads it too
+	scanned      *lease.Scan
+	scannedAt    time.Time
+	changes      int64
+	readsPerScan int          // see readChanged
+	legacySeen   atomic.Int64 // unix nanoseconds of c.clock; the commit loop reads it too
 }
 
 // load announces this instance, reads every item of the stream, and agrees

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
@@ -179,30 +180,35 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 }
 
 // look reads what a cycle needs: the roster each time (the instances'
-// beats and the stream's change counter, a few small items), and the
-// stream's items when an owner changed since they were last scanned (the
-// counter moved), at the first cycle, every safetyScans lease periods,
-// and every cycle while instances of an earlier version share the stream
-// (they announce nothing). A scan reuses nothing of an earlier one: it is
-// strongly consistent, so that it shows the change announced.
+// beats and the stream's change counter and log, a few small items), the
+// items of the leases that changed owner since the last look, as the log
+// names them (see readChanged), and all the stream's items instead when
+// the log does not name them all or names many, at the first cycle, every
+// safetyScans lease periods, and every cycle while instances of an earlier
+// version share the stream (they announce nothing). The reads are
+// strongly consistent, so that they show the change announced.
 func (c *leaseCoordinator) look(ctx context.Context) (lease.Scan, error) {
 	p, err := c.table.Poll(ctx, c.st.ARN)
 	if err != nil {
 		return lease.Scan{}, err
 	}
 	now := c.clock.Now()
-	var changes int64
+	var stream lease.Stream
 	if p.Stream != nil {
-		changes = p.Stream.Changes
+		stream = *p.Stream
 	}
-	if c.scanned == nil || changes != c.changes || now.Sub(c.scannedAt) >= safetyScans*c.period || c.isLegacy(now) {
+	full := c.scanned == nil || now.Sub(c.scannedAt) >= safetyScans*c.period || c.isLegacy(now)
+	if !full && stream.Changes != c.changes {
+		full = !c.readChanged(ctx, stream)
+	}
+	if full {
 		sc, err := c.table.ScanConsistent(ctx, c.st.ARN)
 		if err != nil {
 			return lease.Scan{}, err
 		}
 		c.st.Metrics.LeaseScans.Incr(1, c.st.Name)
 		c.noteLegacy(sc.Workers, now)
-		c.scanned, c.scannedAt, c.changes = &sc, now, changes
+		c.scanned, c.scannedAt, c.changes = &sc, now, stream.Changes
 	}
 	c.view.setLegacy(c.isLegacy(now))
 	sc := *c.scanned
@@ -217,6 +223,58 @@ func (c *leaseCoordinator) look(ctx context.Context) (lease.Scan, error) {
 		}
 	}
 	return sc, nil
+}
+
+// readsPerScan is how many items read alone cost what a scan of the
+// stream's items does, per item of the stream: a strongly consistent read
+// of one (of up to 4 KB) costs a read unit, a scan one per 4 KB read, and
+// an item of a stream is a few hundred bytes.
+const readsPerScan = 16
+
+// readChanged brings the last scan up to date with the changes the
+// stream's item names since it (see lease.Stream.ChangedSince), reading
+// each changed item alone. It reports false, reading nothing, when the log
+// does not name every change, or names more than a scan would cost to
+// read, and when a read fails (a scan then reads the stream, and reports
+// an item that is malformed).
+func (c *leaseCoordinator) readChanged(ctx context.Context, stream lease.Stream) bool {
+	ids, ok := stream.ChangedSince(c.changes)
+	if !ok || len(ids)*c.readsPerScan > len(c.scanned.Shards) {
+		return false
+	}
+	type read struct {
+		it    lease.Shard
+		found bool
+		err   error
+	}
+	reads := make([]read, len(ids))
+	c.parallel(len(ids), func(i int) {
+		r := &reads[i]
+		r.it, r.found, r.err = c.table.Get(ctx, c.st.ARN, ids[i])
+	})
+	shards := slices.Clone(c.scanned.Shards)
+	for i, id := range ids {
+		r := reads[i]
+		if r.err != nil {
+			c.st.Log.Debugf("stream %s: reading the item of shard %s, changed: %v", c.st.Name, id, r.err)
+			return false
+		}
+		at := slices.IndexFunc(shards, func(s lease.Shard) bool { return s.ShardID == id })
+		switch {
+		case r.found && at >= 0:
+			shards[at] = r.it
+		case r.found:
+			shards = append(shards, r.it)
+		case at >= 0:
+			shards = slices.Delete(shards, at, at+1)
+		}
+	}
+	slices.SortFunc(shards, func(a, b lease.Shard) int { return strings.Compare(a.ShardID, b.ShardID) })
+	sc := *c.scanned
+	sc.Shards = shards
+	c.scanned, c.changes = &sc, stream.Changes
+	c.st.Metrics.LeaseChangesRead.Incr(int64(len(ids)), c.st.Name)
+	return true
 }
 
 // adoptAsked takes up, while scans fail, the leases this process asked

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,5 +294,81 @@ func TestLeaseTakeRefusedIsSentAgainAtOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countedReads counts a store's scans and reads of single items.
+type countedReads struct {
+	lease.Store
+	scans, gets atomic.Int64
+}
+
+func (s *countedReads) ScanConsistent(ctx context.Context, streamARN string) (lease.Scan, error) {
+	s.scans.Add(1)
+	return s.Store.ScanConsistent(ctx, streamARN)
+}
+
+func (s *countedReads) Get(ctx context.Context, streamARN, shardID string) (lease.Shard, bool, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, streamARN, shardID)
+}
+
+// TestLeaseChangeNamedByTheLogIsReadAlone: a holds 64 shards. Another
+// instance's ask of one of them moves the stream's change counter and
+// names the shard in its log: a's next cycle reads that item alone, not
+// the stream's 64, and sees the ask. Five asks at once are more than a
+// sixteenth of the shards: the next cycle scans. (A change the log does
+// not name is scanned for: see lease.TestChangeLog.)
+func TestLeaseChangeNamedByTheLogIsReadAlone(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	st := &countedReads{Store: m}
+	var shards []string
+	for i := range 64 {
+		shards = append(shards, fmt.Sprintf("s%02d", i))
+	}
+	c := storeCoordinator(t, st, "a", time.Minute, shards...)
+	for range 3 {
+		c.Cycle(t.Context(), everyShard)
+	}
+	if n := c.book.count(); n != 64 {
+		t.Fatalf("a holds %d shards, want 64", n)
+	}
+	item := func(id string) lease.Shard {
+		it, _, err := m.Get(t.Context(), testARN, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	scans, gets := st.scans.Load(), st.gets.Load()
+	cycle := func(what string, wantScans, wantGets int64) {
+		t.Helper()
+		c.Cycle(t.Context(), everyShard)
+		if ds, dg := st.scans.Load()-scans, st.gets.Load()-gets; ds != wantScans || dg != wantGets {
+			t.Errorf("%s: the cycle scanned %d times and read %d items alone, want %d and %d", what, ds, dg, wantScans, wantGets)
+		}
+		scans, gets = st.scans.Load(), st.gets.Load()
+	}
+	cycle("nothing changed", 0, 0)
+	if err := m.Ask(t.Context(), item("s07"), "x", "px"); err != nil {
+		t.Fatal(err)
+	}
+	cycle("one ask", 0, 1)
+	if got := c.scanned.Shards[7]; got.ShardID != "s07" || got.HandoffTo != "x" {
+		t.Errorf("after the cycle a's view of s07 is %+v, want x's ask", got)
+	}
+	for i := range 5 {
+		if err := m.Ask(t.Context(), item(shards[20+i]), "x", "px"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle("five asks", 1, 0)
+	it := item("s30")
+	it.Owner, it.OwnerNonce = "", ""
+	m.SetShard(it) // as the checkpoint command does
+	cycle("an item set by hand", 0, 1)
+	if got := c.scanned.Shards[30]; got.ShardID != "s30" || got.Owner != "" {
+		t.Errorf("after the cycle a's view of s30 is %+v, want it free", got)
 	}
 }

@@ -19,8 +19,10 @@
 // clock, is its leaseView (view.go): expiry, liveness (a beat seen for the
 // first time is alive only once it moves), the processes known dead, its
 // asks. presence.go beats in the stream's roster and reads the others'
-// beats every cycle; the stream's items are scanned only when the change
-// counter says an owner changed (cycle.go, look). cycle.go balances (balance.go and balance_load.go decide
+// beats every cycle; the items the stream's change log names are read when
+// its counter says an owner changed, and the stream's items are scanned
+// only when the log does not name them all, or many (cycle.go, look and
+// readChanged). cycle.go balances (balance.go and balance_load.go decide
 // who takes and asks for what), commit.go writes, coordinator.go loads,
 // pins and grants.
 //

@@ -190,6 +190,11 @@ func (f *simFleet) newProc(name string) *simProc {
 	store := &simStore{t: f.table, w: f.w, p: p}
 	p.lc = newLeaseCoordination(store, Options{InstanceID: name, LeasePeriod: f.period, StealLimit: 4, ByLoad: f.byLoad, Clock: p.clock})
 	p.lc.nonce = p.nonce
+	// Half the processes read every change the log names alone, however
+	// few the shards (the coordinators read them alone only beside many).
+	if f.w.rng.IntN(2) == 0 {
+		p.lc.readsPerScan = 1
+	}
 	f.procs = append(f.procs, p)
 	return p
 }
