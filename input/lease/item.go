@@ -42,6 +42,7 @@ const (
 	attrRosterBeats  = "beatsInRoster"          // worker items: the instance beats in the stream's roster (see roster.go)
 	attrProfile      = "profile"                // worker items: the number its beats name it by (Beat.Profile)
 	attrHandedOver   = "handedOver"             // shard items: handed over by its last holder, not taken up yet
+	attrTakenAt      = "takenAt"                // shard items: the counter the last take set (a grant's identity)
 	attrChanges      = "leaseChanges"           // stream items: moved by every change of a lease's owner (see Announce)
 	attrRosters      = "rosters"                // stream items: how many roster items the stream's instances beat in
 	attrLog          = "leaseLog"               // stream items: the shard of each of the last changes, by counter (see announce)
@@ -84,6 +85,13 @@ type Shard struct {
 	// take, and one with a LastWrite by the holder's own writes
 	// (checkpoints), which change no owner.
 	LastWrite string
+	// TakenAt is the counter the lease's last take set (0: no take since
+	// versions that record it): with the owner and its process, it names
+	// the grant, which checkpoints do not change. (A lease taken back by
+	// its owner's process after another took it shows the same owner, a
+	// higher counter and a LastWrite of the owner's: only TakenAt tells the
+	// grants apart.)
+	TakenAt int64
 	// Created is the creation time of the stream the shard belongs to, as
 	// the instance that created or replaced the item knew it; zero when it
 	// did not (registration none describes no stream) or when an older
@@ -423,6 +431,7 @@ func parseShard(item map[string]types.AttributeValue) (Shard, error) {
 		HandedOver:   getBool(item, attrHandedOver),
 		LastWrite:    getS(item, attrWriteID),
 	}
+	s.TakenAt, _ = getN(item, attrTakenAt)
 	key := getS(item, attrKey)
 	var err error
 	if s.Counter, err = getN(item, attrCounter); err != nil {

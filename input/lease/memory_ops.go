@@ -153,7 +153,7 @@ func (m *Memory) Take(ctx context.Context, s Shard, me, nonce string) (Shard, er
 	if !owner || !eqN(item, attrCounter, s.Counter) {
 		return Shard{}, ErrLost
 	}
-	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce, attrWriteID, attrHandedOver)
+	item = update(item, map[string]types.AttributeValue{attrOwner: str(me), attrCounter: num(s.Counter + 1), attrTakenAt: num(s.Counter + 1)}, attrHandoffTo, attrHandoffNonce, attrOwnerNonce, attrWriteID, attrHandedOver)
 	if nonce != "" {
 		item[attrOwnerNonce] = str(nonce)
 	}

@@ -20,7 +20,7 @@ var shardAttrTypes = map[string]string{
 	attrCounter: "N", attrCheckpoint: "S", attrSubSequence: "N", attrPartial: "BOOL",
 	attrParents: "SS", attrStartKind: "S", attrStartTime: "S", attrShardStart: "S",
 	attrHandoffTo: "S", attrWriteID: "S", attrOwnerNonce: "S", attrHandoffNonce: "S",
-	attrCreated: "S", attrHandedOver: "BOOL",
+	attrCreated: "S", attrHandedOver: "BOOL", attrTakenAt: "N",
 }
 
 // AttrType names the DynamoDB type of an attribute value (S, N, BOOL, ...).

@@ -565,9 +565,9 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 	} else {
 		values[":none"] = str("")
 	}
-	update := "SET #o = :me, #c = :next REMOVE #h, #hn, #on, #w, #ho"
+	update := "SET #o = :me, #c = :next, #t = :next REMOVE #h, #hn, #on, #w, #ho"
 	if nonce != "" {
-		update = "SET #o = :me, #on = :nonce, #c = :next REMOVE #h, #hn, #w, #ho"
+		update = "SET #o = :me, #on = :nonce, #c = :next, #t = :next REMOVE #h, #hn, #w, #ho"
 		values[":nonce"] = str(nonce)
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -577,7 +577,7 @@ func (t *Table) Take(ctx context.Context, s Shard, me, nonce string) (Shard, err
 		UpdateExpression:       aws.String(update),
 		ConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames: map[string]string{"#o": attrOwner, "#on": attrOwnerNonce, "#c": attrCounter,
-			"#h": attrHandoffTo, "#hn": attrHandoffNonce, "#w": attrWriteID, "#ho": attrHandedOver},
+			"#h": attrHandoffTo, "#hn": attrHandoffNonce, "#w": attrWriteID, "#ho": attrHandedOver, "#t": attrTakenAt},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})

@@ -311,11 +311,15 @@ func (v *leaseView) observe(sc lease.Scan, now time.Time) {
 // sameGrant reports whether two items of a shard show one grant of its
 // lease: the same owner and process, and no take or handover between them.
 // A holder's own writes (checkpoints) move the counter and grant nothing:
-// leases are renewed by heartbeats alone (a take clears LastWrite; a
-// handover sets HandedOver). With instances of a version that renewed by
+// leases are renewed by heartbeats alone (a take clears LastWrite and
+// sets TakenAt, so that a lease taken back by its holder's process after
+// another took it is another grant, however many checkpoints followed: sim
+// seed 14014, where an instance that woke from a pause found the lease
+// with its old owner and took it as expired; a handover sets HandedOver).
+// With instances of a version that renewed by
 // its writes about (legacy), any move of the counter counts.
 func sameGrant(a, b lease.Shard, legacy bool) bool {
-	if a.Owner != b.Owner || a.OwnerNonce != b.OwnerNonce {
+	if a.Owner != b.Owner || a.OwnerNonce != b.OwnerNonce || a.TakenAt != b.TakenAt {
 		return false
 	}
 	if a.Counter == b.Counter {
