@@ -79,7 +79,7 @@ func (m *Memory) setBeat(streamARN string, bucket int, id string, v types.Attrib
 // Beat writes my entry: over my entry of the same process and birth with
 // a lower counter; anew (a new Born) when it is gone, in b.Bucket when set
 // and else the first roster item with room; ErrDuplicateInstance over
-// another process's entry unless takeOver.
+// another process's entry unless takeOver and it is b.Replacing.
 func (m *Memory) Beat(ctx context.Context, streamARN, me string, b Beat, takeOver bool) (Beat, error) {
 	if err := m.enter(ctx, "Beat"); err != nil {
 		return b, err
@@ -102,7 +102,7 @@ func (m *Memory) Beat(ctx context.Context, streamARN, me string, b Beat, takeOve
 				return b, nil
 			}
 			return now, nil
-		case ok && !takeOver:
+		case ok && (!takeOver || now.value() != b.Replacing):
 			return b, ErrDuplicateInstance
 		}
 	}
@@ -117,7 +117,7 @@ func (m *Memory) Beat(ctx context.Context, streamARN, me string, b Beat, takeOve
 				continue
 			}
 		}
-		if now, ok := m.beat(streamARN, n, me); ok && now.Nonce != b.Nonce && !takeOver {
+		if now, ok := m.beat(streamARN, n, me); ok && now.Nonce != b.Nonce && (!takeOver || now.value() != b.Replacing) {
 			return b, ErrDuplicateInstance
 		}
 		b.Bucket = n

@@ -51,6 +51,11 @@ type Beat struct {
 	Profile int64
 	// Bucket is the roster item the entry is in.
 	Bucket int
+	// Replacing, for a beat that takes over (Store.Beat's takeOver), is
+	// the entry of another process of the instance's name that it
+	// replaces (its value, as read): only while it is still that entry,
+	// unmoved since it was read. Empty: none was seen.
+	Replacing string
 }
 
 // value is the entry as stored: what its beats are conditional on sorts
@@ -62,6 +67,9 @@ func (b Beat) value() string {
 	}
 	return b.prefix() + c + " " + strconv.FormatInt(max(b.Profile, 0), 36)
 }
+
+// Value is the entry as stored (what Replacing names).
+func (b Beat) Value() string { return b.value() }
 
 // upToCounter is the entry's value without its profile.
 func (b Beat) upToCounter() string {
@@ -214,7 +222,7 @@ func (t *Table) Beat(ctx context.Context, streamARN, me string, b Beat, takeOver
 		case ok && now.Nonce == b.Nonce:
 			b.Born = now.Born // my own entry, written anew by a write whose answer was lost
 			return t.Beat(ctx, streamARN, me, b, takeOver)
-		case ok && !takeOver:
+		case ok && (!takeOver || now.value() != b.Replacing):
 			return b, ErrDuplicateInstance
 		}
 	}
@@ -239,14 +247,17 @@ func (t *Table) updateBeat(ctx context.Context, streamARN string, b Beat, cond s
 
 // joinRoster writes b anew: in b.Bucket when set (the entry's item stays
 // its item for the process's life), else in the first roster item with
-// room, created when none has any.
+// room, created when none has any. With takeOver it replaces the entry
+// b.Replacing of another process, only while that entry is unmoved: a
+// process that beat since it was read lives (the read may have been
+// answered late), and the join is ErrDuplicateInstance.
 func (t *Table) joinRoster(ctx context.Context, streamARN string, b Beat, takeOver bool) (Beat, error) {
 	what := "joining the roster of stream " + streamARN + " as instance " + b.ID
 	cond := "attribute_not_exists(#b.#me) OR begins_with(#b.#me, :n)"
 	values := map[string]types.AttributeValue{":v": str(b.value()), ":n": str(b.Nonce + " ")}
 	if takeOver {
-		cond = "attribute_exists(#b)"
-		delete(values, ":n")
+		cond = "attribute_exists(#b) AND (" + cond + " OR #b.#me = :old)"
+		values[":old"] = str(b.Replacing)
 	}
 	start := max(b.Bucket, 0)
 	for n := start; n < maxRosters; n++ {
@@ -283,8 +294,15 @@ func (t *Table) joinRoster(ctx context.Context, streamARN string, b Beat, takeOv
 		case conditionFailed(err) && !takeOver:
 			return b, ErrDuplicateInstance
 		case conditionFailed(err):
-			// The roster item is gone (the stream's items were deleted):
-			// made again.
+			// Another process's entry moved, or the roster item is gone
+			// (the stream's items were deleted): made again.
+			item, gerr := t.getItem(ctx, rosterKey(streamARN, n), what)
+			if gerr != nil {
+				return b, gerr
+			}
+			if item != nil {
+				return b, ErrDuplicateInstance
+			}
 			if err := t.createRoster(ctx, streamARN, n); err != nil {
 				return b, err
 			}

@@ -101,7 +101,24 @@ func TestRosterBeats(t *testing.T) {
 		if removed, _ := st.RemoveBeat(ctx, arn, a); removed {
 			t.Fatal("a removal of the entry seen before its removal removed the entry written anew")
 		}
-		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: -1}, true); err != nil {
+		// A take over replaces the entry as read, and only while it is
+		// that entry: one that beat since lives (the read was answered
+		// late, say).
+		read, _, err := st.GetBeat(ctx, arn, again.Bucket, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again.Counter = 5
+		if again, err = st.Beat(ctx, arn, "a", again, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: again.Bucket, Replacing: read.Value()}, true); !errors.Is(err, ErrDuplicateInstance) {
+			t.Fatalf("a take over of an entry that beat since it was read: %v, want ErrDuplicateInstance", err)
+		}
+		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: again.Bucket}, true); !errors.Is(err, ErrDuplicateInstance) {
+			t.Fatalf("a take over naming no entry, over one: %v, want ErrDuplicateInstance", err)
+		}
+		if _, err := st.Beat(ctx, arn, "a", Beat{Nonce: "na2", Counter: 1, Bucket: again.Bucket, Replacing: again.Value()}, true); err != nil {
 			t.Fatalf("take over: %v", err)
 		}
 		if got := beatsOf(mustPoll(t, st)); got != "a:na2:1 b:nb:1" {

@@ -276,20 +276,24 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 	type sign struct {
 		nonce, born string
 		counter     int64
+		value       string // the roster entry (lease.Beat.Replacing)
 	}
 	read := func() (sign, bool, error) {
 		w, ok, err := c.table.GetWorker(ctx, c.st.ARN, c.me)
 		if err != nil || !ok || w.Roster {
 			return sign{}, false, err
 		}
-		return sign{w.Nonce, w.Born, w.Counter}, true, nil // a process of an earlier version
+		return sign{w.Nonce, w.Born, w.Counter, ""}, true, nil // a process of an earlier version
 	}
 	for _, b := range p.Beats {
 		if b.ID == c.me {
 			c.pres.beat.Bucket = b.Bucket
 			read = func() (sign, bool, error) {
 				b, ok, err := c.table.GetBeat(ctx, c.st.ARN, b.Bucket, c.me)
-				return sign{b.Nonce, b.Born, b.Counter}, ok, err
+				if !ok {
+					return sign{}, false, err
+				}
+				return sign{b.Nonce, b.Born, b.Counter, b.Value()}, true, err
 			}
 		}
 	}
@@ -316,6 +320,10 @@ func (c *leaseCoordinator) join(ctx context.Context) error {
 			}
 		}
 	}
+	// The beat that takes the name over replaces the earlier process's
+	// entry only while it is as last read: that read may have been
+	// answered late, after the process beat again (sim seed 6793).
+	c.pres.replacing = was.value
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	sent := c.clock.Now()

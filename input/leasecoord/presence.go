@@ -58,8 +58,11 @@ type presence struct {
 	// publishBurst), as of tokensAt.
 	tokens   float64
 	tokensAt time.Time
-	due      bool  // the worker item is to be written at the next heartbeat
-	tries    int64 // writings of the worker item sent (Presence.Profile)
+	// replacing is the entry of an earlier process of this name the
+	// first beat replaces (lease.Beat.Replacing).
+	replacing string
+	due       bool  // the worker item is to be written at the next heartbeat
+	tries     int64 // writings of the worker item sent (Presence.Profile)
 }
 
 // profiles caches the worker items of the other instances, as of the
@@ -171,6 +174,19 @@ func (c *leaseCoordinator) readWorker(ctx context.Context, id string) (lease.Wor
 // had been removed as dead (see leaseBook.beaten).
 func (c *leaseCoordinator) beat(ctx context.Context, listed []string, loads map[string]float64, takeOver bool) (anew bool, err error) {
 	now := c.clock.Now()
+	if takeOver {
+		// The roster entry first: it replaces an earlier process's
+		// entry only while that process did not beat since it was read,
+		// and the worker item, written whatever it holds, is written
+		// only then.
+		b := c.pres.beat
+		b.Nonce, b.Counter, b.Replacing = c.nonce, c.beats, c.pres.replacing
+		got, err := c.table.Beat(ctx, c.st.ARN, c.me, b, true)
+		if err != nil {
+			return false, err
+		}
+		c.pres.beat = got
+	}
 	legacy := c.isLegacy(now)
 	if takeOver || legacy || c.pres.due || c.loadsMoved(listed, loads, now) {
 		// What is published is for the balance: a failure to write it
