@@ -106,7 +106,7 @@ type heldLease struct {
 	// them without reading its beat again (leaseView.outlived). No later
 	// beat revives them once fenced; they are given up (see due).
 	outlived bool
-	// fencedAt is when the lease was first fenced since a reader was last
+	// fencedAt is when the lease first lapsed since a reader was last
 	// granted it: renewals that come back too late to read it again do
 	// not reset it.
 	fencedAt time.Time
@@ -326,7 +326,10 @@ func (b *leaseBook) fenceLocked(now time.Time) (fenced []string) {
 		if h.state == leaseHeld && now.Sub(b.validFrom(h)) >= b.period {
 			h.state = leaseFenced
 			if h.fencedAt.IsZero() {
-				h.fencedAt = now
+				// From when it lapsed, not from when that was noticed: a
+				// slow table delays both the noticing and the commits
+				// that give it up (sim seed 10330).
+				h.fencedAt = b.validFrom(h).Add(b.period)
 			}
 			if h.reader != nil {
 				h.reader.stop(errLeaseExpired)
