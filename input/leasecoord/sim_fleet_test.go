@@ -191,8 +191,12 @@ func (f *simFleet) newProc(name string) *simProc {
 	p.lc = newLeaseCoordination(store, Options{InstanceID: name, LeasePeriod: f.period, StealLimit: 4, ByLoad: f.byLoad, Clock: p.clock})
 	p.lc.nonce = p.nonce
 	// Half the processes read every change the log names alone, however
-	// few the shards (the coordinators read them alone only beside many).
-	if f.w.rng.IntN(2) == 0 {
+	// few the shards (the coordinators read them alone only beside many);
+	// at scale, all read as in production, or as readsPerScan says.
+	switch {
+	case f.readsPerScan != 0:
+		p.lc.readsPerScan = f.readsPerScan
+	case !f.scale && f.w.rng.IntN(2) == 0:
 		p.lc.readsPerScan = 1
 	}
 	f.procs = append(f.procs, p)

@@ -26,6 +26,9 @@ import (
 var (
 	scaleShards    = flag.Int("sim.scale.shards", 2000, "shards of TestSimulationAtScale (make sim-scale: 10,000)")
 	scaleInstances = flag.Int("sim.scale.instances", 20, "processes of TestSimulationAtScale (make sim-scale: 100)")
+	// A huge value makes every change scanned for, as before the change
+	// log: the baseline of its figures.
+	scaleReadsPerScan = flag.Int("sim.scale.readsperscan", 0, "with TestSimulationAtScale: read changes alone only when fewer than the shards over this (0: as in production)")
 )
 
 // scaleResult is what a run at scale measured.
@@ -42,9 +45,13 @@ type scaleResult struct {
 	// in its holder's view, and each handover in every other process's.
 	askSeen, handoverSeen time.Duration
 	asks, handovers       int
-	scansSteady           int64 // scans in the steady-state window
-	crashedHeld           int
-	kclWriteUnit          float64 // KCL's renewals per second for the same fleet
+	// While it joins (six lease periods): the scans of the stream's
+	// items, the items read alone, and the read units of all reads.
+	joinScans, joinReads int64
+	joinReadUnits        float64
+	scansSteady          int64 // scans in the steady-state window
+	crashedHeld          int
+	kclWriteUnit         float64 // KCL's renewals per second for the same fleet
 }
 
 // runAtScale runs shards over instances at lease period period.
@@ -56,6 +63,7 @@ func runAtScale(t *testing.T, shards, instances int, period time.Duration) scale
 		excuses: map[simKey][]time.Time{}, askedAt: map[simKey]time.Time{}, readAt: map[simKey]time.Time{}, ended: map[simKey]bool{}, rates: map[string]float64{},
 		gens: []*simGen{nil}, recreatedAt: w.now.Add(-time.Hour)}
 	f.handOutEvery = f.period / 8
+	f.scale, f.readsPerScan = true, *scaleReadsPerScan
 	f.table = &simTable{mem: lease.NewMemory(), onApplied: f.applied}
 	f.gen = 1
 	g := &simGen{created: w.now, start: map[string]int64{}, end: map[string]int64{}}
@@ -213,6 +221,7 @@ func runAtScale(t *testing.T, shards, instances int, period time.Duration) scale
 	}
 	joiner := f.newProc("w-new")
 	joinAt := w.now
+	uj := f.table.mem.Usage()
 	joiner.start(joinAt)
 	for at := joinAt; at.Before(joinAt.Add(6 * period)); at = at.Add(20 * time.Millisecond) {
 		if err := w.runUntil(at, light); err != nil {
@@ -236,6 +245,12 @@ func runAtScale(t *testing.T, shards, instances int, period time.Duration) scale
 				}
 			}
 		}
+	}
+	uj1 := f.table.mem.Usage()
+	res.joinScans = uj1["Scan/table"].Calls - uj["Scan/table"].Calls
+	res.joinReads = uj1["GetItem/shard"].Calls - uj["GetItem/shard"].Calls
+	for k, u := range uj1 {
+		res.joinReadUnits += u.ReadUnits - uj[k].ReadUnits
 	}
 	for _, ch := range changes {
 		if ch.ask {
@@ -296,8 +311,8 @@ func TestSimulationAtScale(t *testing.T) {
 		res.kclWriteUnit, kcl, kcl/month, res.crashedHeld, res.takenOver.Round(time.Millisecond), res.takenOver.Seconds()/period.Seconds(),
 		instances-1, res.seenWithin.Round(time.Millisecond))
 	t.Logf("steady state by request: %s", strings.Join(ops, "; "))
-	t.Logf("a process joining the balanced fleet: %d asks, each seen by its holder within %v; %d handovers, each seen by every other process within %v",
-		res.asks, res.askSeen.Round(time.Millisecond), res.handovers, res.handoverSeen.Round(time.Millisecond))
+	t.Logf("a process joining the balanced fleet: %d asks, each seen by its holder within %v; %d handovers, each seen by every other process within %v; over the 6 lease periods, %d scans of the stream's items and %d items read alone, %.0f read units in all",
+		res.asks, res.askSeen.Round(time.Millisecond), res.handovers, res.handoverSeen.Round(time.Millisecond), res.joinScans, res.joinReads, res.joinReadUnits)
 	if res.asks == 0 || res.handovers == 0 {
 		t.Errorf("a process joining the balanced fleet was handed nothing (%d asks, %d handovers)", res.asks, res.handovers)
 	}

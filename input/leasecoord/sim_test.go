@@ -63,6 +63,10 @@ type simFleet struct {
 	handOutEvery time.Duration
 	byLoad       bool
 	noise        simFaults
+	// scale runs the processes as in production (see newProc), reading
+	// changes alone by readsPerScan when set.
+	scale        bool
+	readsPerScan int
 
 	gens  []*simGen // by generation; [0] unused
 	gen   int
