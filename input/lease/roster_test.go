@@ -307,8 +307,10 @@ func TestChangeLog(t *testing.T) {
 		if n := int64(2*logKeep + 5 + 3); p.Changes != n || len(p.Log) != logKeep {
 			t.Fatalf("after %d changes: counter %d, %d entries in the log (%v); want %d and %d", n, p.Changes, len(p.Log), p.Log, n, logKeep)
 		}
-		if got, ok := p.ChangedSince(p.Changes - 4); !ok || !slices.Equal(got, []string{ids[2], ids[0], ids[1]}) {
-			t.Errorf("the last 4 changes: %v (%v), want %v", got, ok, []string{ids[2], ids[0], ids[1]})
+		const takes = 2*logKeep + 5
+		last := []string{ids[(takes-4)%3], ids[(takes-3)%3], ids[(takes-2)%3]} // the fourth names the first again
+		if got, ok := p.ChangedSince(p.Changes - 4); !ok || !slices.Equal(got, last) {
+			t.Errorf("the last 4 changes: %v (%v), want %v", got, ok, last)
 		}
 		if got, ok := p.ChangedSince(p.Changes - logKeep); !ok || len(got) != 3 {
 			t.Errorf("the last %d changes: %v (%v), want the 3 shards", logKeep, got, ok)
