@@ -252,21 +252,30 @@ func (c *leaseCoordinator) readChanged(ctx context.Context, stream lease.Stream)
 		r := &reads[i]
 		r.it, r.found, r.err = c.table.Get(ctx, c.st.ARN, ids[i])
 	})
-	shards := slices.Clone(c.scanned.Shards)
+	changed := make(map[string]read, len(ids))
 	for i, id := range ids {
-		r := reads[i]
-		if r.err != nil {
-			c.st.Log.Debugf("stream %s: reading the item of shard %s, changed: %v", c.st.Name, id, r.err)
+		if err := reads[i].err; err != nil {
+			c.st.Log.Debugf("stream %s: reading the item of shard %s, changed: %v", c.st.Name, id, err)
 			return false
 		}
-		at := slices.IndexFunc(shards, func(s lease.Shard) bool { return s.ShardID == id })
+		changed[id] = reads[i]
+	}
+	// One pass over the last scan: each changed item as read now (gone if
+	// not found), then those it did not have.
+	shards := make([]lease.Shard, 0, len(c.scanned.Shards)+len(ids))
+	for _, it := range c.scanned.Shards {
+		r, ok := changed[it.ShardID]
 		switch {
-		case r.found && at >= 0:
-			shards[at] = r.it
+		case !ok:
+			shards = append(shards, it)
 		case r.found:
 			shards = append(shards, r.it)
-		case at >= 0:
-			shards = slices.Delete(shards, at, at+1)
+		}
+		delete(changed, it.ShardID)
+	}
+	for _, id := range ids {
+		if r, ok := changed[id]; ok && r.found {
+			shards = append(shards, r.it)
 		}
 	}
 	slices.SortFunc(shards, func(a, b lease.Shard) int { return strings.Compare(a.ShardID, b.ShardID) })
