@@ -14,8 +14,10 @@ package lease
 // return them (versions before the roster would report them as malformed).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,6 +150,11 @@ func decodePoll(streamID string, items []map[string]types.AttributeValue) (Poll,
 			}
 		}
 	}
+	// In the order of the instances (a map's order is random): what a
+	// poll shows, and the reads it leads to, do not depend on it.
+	slices.SortFunc(p.Beats, func(a, b Beat) int {
+		return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.Bucket, b.Bucket))
+	})
 	return p, nil
 }
 

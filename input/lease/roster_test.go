@@ -140,6 +140,37 @@ func TestRosterBeats(t *testing.T) {
 	})
 }
 
+// TestPollShowsBeatsInOrder: a poll lists the beats by instance, not in
+// the order of a map (which differs from call to call): what a
+// coordinator reads after a poll, and so a replayed simulation, does not
+// depend on chance.
+func TestPollShowsBeatsInOrder(t *testing.T) {
+	t.Parallel()
+	bothStores(t, "pollorder", func(t *testing.T, st Store) {
+		ctx := t.Context()
+		if _, _, err := st.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, id := range []string{"k", "c", "h", "a", "l", "e", "j", "b", "g", "d", "i", "f"} {
+			if _, err := st.Beat(ctx, arn, id, Beat{Nonce: "n" + id, Counter: 1, Bucket: -1}, false); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, id)
+		}
+		slices.Sort(want)
+		for range 5 {
+			var got []string
+			for _, b := range mustPoll(t, st).Beats {
+				got = append(got, b.ID)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("a poll listed the beats as %v, want %v", got, want)
+			}
+		}
+	})
+}
+
 // TestRosterGrows: instances join the first roster item with room; once
 // it is full (a beat in it costs one write unit) the next join opens
 // another, which the stream's item counts and every poll reads.

@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -33,6 +36,10 @@ type simWorld struct {
 	steps int
 	// instant counts the steps at the current time.
 	instant int
+	// trace, when tracing, holds each step run and each event scheduled,
+	// with where: two runs of a seed that part tell where (firstParting).
+	tracing bool
+	trace   []string
 }
 
 var errSimDown = errors.New("sim: the process is down")
@@ -79,6 +86,9 @@ func (w *simWorld) at(t time.Time, key string, run func()) {
 		t = w.now
 	}
 	w.seq++
+	if w.tracing {
+		w.trace = append(w.trace, fmt.Sprintf("  schedules %d at %v, key %q, from %s", w.seq, t.Sub(simEpoch), key, simCaller()))
+	}
 	heap.Push(&w.queue, &simEvent{at: t, key: key, seq: w.seq, run: run})
 }
 
@@ -100,6 +110,9 @@ func (w *simWorld) runUntil(end time.Time, check func() error) error {
 		}
 		w.now = e.at
 		w.steps++
+		if w.tracing {
+			w.trace = append(w.trace, fmt.Sprintf("step %d: event %d at %v, key %q", w.steps, e.seq, e.at.Sub(simEpoch), e.key))
+		}
 		e.run()
 		if err := check(); err != nil {
 			return err
@@ -109,6 +122,31 @@ func (w *simWorld) runUntil(end time.Time, check func() error) error {
 		w.now = end
 	}
 	return nil
+}
+
+// simCaller names the first caller outside the world's runtime.
+func simCaller() string {
+	for skip := 2; ; skip++ {
+		_, file, line, ok := runtime.Caller(skip)
+		if !ok {
+			return "?"
+		}
+		if !strings.HasSuffix(file, "/sim_world_test.go") {
+			return fmt.Sprintf("%s:%d", filepath.Base(file), line)
+		}
+	}
+}
+
+// firstParting shows where two traces of one seed part, with what led
+// there.
+func firstParting(a, b []string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-8)
+	return fmt.Sprintf("the traces part at line %d:\n%s\n--- one run went on:\n%s\n--- the other:\n%s",
+		i, strings.Join(a[from:i], "\n"), strings.Join(a[i:min(len(a), i+4)], "\n"), strings.Join(b[i:min(len(b), i+4)], "\n"))
 }
 
 // drain ends the schedule: every parked task is woken in turn and unwinds
