@@ -248,14 +248,10 @@ func (c *leaseCoordinator) readChanged(ctx context.Context, stream lease.Stream)
 		err   error
 	}
 	reads := make([]read, len(ids))
-	// One after another: the log names 64 changes at most, a few
-	// milliseconds each. (Read in parallel, the simulation's schedules
-	// stopped replaying exactly: TestSimulationReplaysExactly, run many
-	// times in one process.)
-	for i := range ids {
+	c.parallel(len(ids), func(i int) {
 		r := &reads[i]
 		r.it, r.found, r.err = c.table.Get(ctx, c.st.ARN, ids[i])
-	}
+	})
 	changed := make(map[string]read, len(ids))
 	for i, id := range ids {
 		if err := reads[i].err; err != nil {
