@@ -113,6 +113,20 @@ func (m *Memory) Items() []Shard {
 	return out
 }
 
+// Peek returns a shard's item as stored, as Items does: unbilled, with no
+// fault, for what watches the table (a simulation's bookkeeping) rather
+// than uses it.
+func (m *Memory) Peek(streamARN, shardID string) (Shard, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	item := m.items[ShardKey(streamARN, shardID)]
+	if item == nil {
+		return Shard{}, false
+	}
+	s, err := parseShard(item)
+	return s, err == nil
+}
+
 // Workers returns the worker items of every stream, ordered by stream and
 // instance id.
 func (m *Memory) Workers() []Worker {

@@ -275,7 +275,7 @@ func (f *simFleet) applied(p *simProc, op string, before, after lease.Shard, w l
 // table are read by others from now on, as soon as the rules let them.
 func (f *simFleet) disturbed(p *simProc) {
 	for _, sh := range f.gens[f.gen].shards {
-		it, ok, _ := f.table.mem.Get(context.Background(), simARN, sh.ID)
+		it, ok := f.table.mem.Peek(simARN, sh.ID)
 		if ok && it.Owner == p.name && it.OwnerNonce == p.nonce {
 			f.readAt[simKey{f.gen, sh.ID}] = f.w.now
 		}
