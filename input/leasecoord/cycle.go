@@ -18,8 +18,10 @@ import (
 // holders of more than their share for some, starts handing over the
 // leases others asked it for, and removes the worker items of dead
 // instances. Readers start at the next schedule. It returns when the next
-// cycle is due.
+// cycle is due: a third of a lease period after this one started, or
+// sooner (see leaseView.nextCycle).
 func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool) time.Duration {
+	started := c.clock.Now()
 	if c.impostor.Load() {
 		c.st.Log.Errorf("stream %s: not reading: another process runs with instance_id %q (see above)", c.st.Name, c.me)
 		return c.period
@@ -141,7 +143,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	if until, wait := c.view.settling(now); wait {
 		c.st.Log.Debugf("stream %s: waiting until %v for the instances seen for the first time to move before taking leases", c.st.Name, until.Format(time.RFC3339Nano))
 		c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
-		return min(c.view.nextCycle(c.clock.Now()), max(until.Sub(c.clock.Now()), 10*time.Millisecond))
+		return min(c.view.nextCycle(c.clock.Now(), started), max(until.Sub(c.clock.Now()), 10*time.Millisecond))
 	}
 	decide, why := balance, "count"
 	if c.byLoad {
@@ -176,7 +178,7 @@ func (c *leaseCoordinator) Cycle(ctx context.Context, readable func(string) bool
 	}
 	c.removeDead(ctx, now)
 	c.st.Metrics.OwnedShards.Set(int64(c.book.count()), c.st.Name)
-	return c.view.nextCycle(c.clock.Now())
+	return c.view.nextCycle(c.clock.Now(), started)
 }
 
 // look reads what a cycle needs: the roster each time (the instances'

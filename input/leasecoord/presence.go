@@ -82,14 +82,23 @@ func newProfiles() *profiles {
 }
 
 // workers assembles what a poll shows of the instances: each beat, with
-// what its process published (read again where its profile moved; kept as
-// it was while that read fails).
+// what its process published (read again where its profile moved, side by
+// side, leaseWriters at a time: a fleet rebalancing publishes many at
+// once, and the cycle acts on its view only after them; kept as it was
+// while that read fails).
 func (c *leaseCoordinator) workers(ctx context.Context, p lease.Poll) []lease.Worker {
-	out := make([]lease.Worker, 0, len(p.Beats))
+	var stale []string
 	buckets := make(map[string]int, len(p.Beats))
 	for _, b := range p.Beats {
 		buckets[b.ID] = b.Bucket
-		out = append(out, c.withProfile(ctx, b))
+		if c.profileStale(b) && !slices.Contains(stale, b.ID) {
+			stale = append(stale, b.ID)
+		}
+	}
+	c.parallel(len(stale), func(i int) { c.readProfile(ctx, stale[i]) })
+	out := make([]lease.Worker, 0, len(p.Beats))
+	for _, b := range p.Beats {
+		out = append(out, c.withCachedProfile(b))
 	}
 	c.profiles.mu.Lock()
 	c.profiles.buckets = buckets
@@ -105,20 +114,43 @@ func (c *leaseCoordinator) workers(ctx context.Context, p lease.Poll) []lease.Wo
 	return out
 }
 
-// withProfile is the worker a beat shows: its liveness (counter, process,
-// birth) with what its process last published.
-func (c *leaseCoordinator) withProfile(ctx context.Context, b lease.Beat) lease.Worker {
+// profileStale reports whether what a beat's process published is to be
+// read again: its profile or process moved since the worker item cached
+// (this process's own: only when the beat is of another process).
+func (c *leaseCoordinator) profileStale(b lease.Beat) bool {
 	c.profiles.mu.Lock()
 	prof, ok := c.profiles.items[b.ID]
 	c.profiles.mu.Unlock()
-	if b.ID != c.me && (!ok || prof.Nonce != b.Nonce || prof.Profile != b.Profile) || b.ID == c.me && b.Nonce != c.nonce {
-		if w, found, err := c.table.GetWorker(ctx, c.st.ARN, b.ID); err == nil && found {
-			prof, ok = w, true
-			c.profiles.mu.Lock()
-			c.profiles.items[b.ID] = w
-			c.profiles.mu.Unlock()
-		}
+	if b.ID == c.me {
+		return b.Nonce != c.nonce
 	}
+	return !ok || prof.Nonce != b.Nonce || prof.Profile != b.Profile
+}
+
+// readProfile reads an instance's worker item into the cache (kept as it
+// was when the read fails).
+func (c *leaseCoordinator) readProfile(ctx context.Context, id string) {
+	if w, found, err := c.table.GetWorker(ctx, c.st.ARN, id); err == nil && found {
+		c.profiles.mu.Lock()
+		c.profiles.items[id] = w
+		c.profiles.mu.Unlock()
+	}
+}
+
+// withProfile is the worker a beat shows: its liveness (counter, process,
+// birth) with what its process last published.
+func (c *leaseCoordinator) withProfile(ctx context.Context, b lease.Beat) lease.Worker {
+	if c.profileStale(b) {
+		c.readProfile(ctx, b.ID)
+	}
+	return c.withCachedProfile(b)
+}
+
+// withCachedProfile is withProfile from the cache alone.
+func (c *leaseCoordinator) withCachedProfile(b lease.Beat) lease.Worker {
+	c.profiles.mu.Lock()
+	prof, ok := c.profiles.items[b.ID]
+	c.profiles.mu.Unlock()
 	w := lease.Worker{ID: b.ID, Counter: b.Counter, Nonce: b.Nonce, Born: b.Born, Roster: true, Bucket: b.Bucket}
 	if ok && prof.Nonce == b.Nonce {
 		w.Loads, w.Config = prof.Loads, prof.Config

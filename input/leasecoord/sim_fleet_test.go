@@ -73,6 +73,12 @@ type simProc struct {
 	crashed   bool
 	crashedAt time.Time
 
+	// cycleStarted is when its last cycle started; longestCycle and
+	// widestGap the longest a cycle took and the longest between two
+	// starts, since they were last reset (the scale test).
+	cycleStarted            time.Time
+	longestCycle, widestGap time.Duration
+
 	// scannedAt is when the table was as the last scan it read saw it:
 	// what its asks were decided on.
 	scannedAt time.Time
@@ -311,7 +317,12 @@ func (p *simProc) runLoop() {
 			}
 		}
 		if !now.Before(nextCycle) {
+			if !p.cycleStarted.IsZero() {
+				p.widestGap = max(p.widestGap, p.w.now.Sub(p.cycleStarted))
+			}
+			p.cycleStarted = p.w.now
 			nextCycle = p.w.now.Add(p.c.Cycle(ctx, p.readable))
+			p.longestCycle = max(p.longestCycle, p.w.now.Sub(p.cycleStarted))
 		}
 		select {
 		case <-p.c.Changed():

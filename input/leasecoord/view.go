@@ -733,22 +733,26 @@ func (v *leaseView) outlived(it lease.Shard) bool {
 	return ok && !sent.Before(at)
 }
 
-// nextCycle is how long until the next lease cycle: a third of a lease
-// period, or sooner when a lease of another instance would expire, or a
-// lease free or expired would be overdue, before then: a dead instance's
-// leases are taken as soon as they expire, and one that the instance the
-// plan gave it to did not take (a new instance waits before it trusts its
-// view) as soon as it is overdue, not up to a third of a lease period
-// later. (Sim seed 70069: a lease handed to an instance cut off from the
-// table just after, whose reader had waited long to settle, was overdue
-// 0.74 s before the next cycle took it, three lease periods after its
-// shard was last read.)
-func (v *leaseView) nextCycle(now time.Time) time.Duration {
+// nextCycle is how long until the next lease cycle, the last one having
+// started at started: a third of a lease period after that start, however
+// long the cycle took (a change is seen within a cycle of its making, plus
+// the reads of the cycle that sees it), though never sooner than a
+// thirtieth of a lease period after its end (a table so slow that a cycle
+// outlasts the third does not get cycles back to back); or sooner when a
+// lease of another instance would expire, or a lease free or expired would
+// be overdue, before then: a dead instance's leases are taken as soon as
+// they expire, and one that the instance the plan gave it to did not take
+// (a new instance waits before it trusts its view) as soon as it is
+// overdue, not up to a third of a lease period later. (Sim seed 70069: a
+// lease handed to an instance cut off from the table just after, whose
+// reader had waited long to settle, was overdue 0.74 s before the next
+// cycle took it, three lease periods after its shard was last read.)
+func (v *leaseView) nextCycle(now, started time.Time) time.Duration {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	next := v.period / 3
+	next := max(started.Add(v.period/3).Sub(now), v.period/30)
 	soon := func(at time.Time) {
-		if d := at.Sub(now); d > 0 && d < next {
+		if d := at.Sub(now) + 5*time.Millisecond; d > 5*time.Millisecond && d < next {
 			next = d
 		}
 	}
@@ -766,7 +770,7 @@ func (v *leaseView) nextCycle(now time.Time) time.Duration {
 			soon(at)
 		}
 	}
-	return max(next+5*time.Millisecond, 10*time.Millisecond)
+	return max(next, 10*time.Millisecond)
 }
 
 // askedRecently reports whether this instance asked for a shard's lease

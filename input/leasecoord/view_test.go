@@ -290,10 +290,10 @@ func TestNextCycleComesWhenALeaseIsOverdue(t *testing.T) {
 	if !v.expired(handed, at(2)) || v.overdue(handed, at(3.4)) || !v.overdue(handed, at(3.5)) {
 		t.Fatal("s0 is not expired at 2 s and overdue from 3.5 s")
 	}
-	if d := v.nextCycle(at(3.1)); d < 400*time.Millisecond || d > 410*time.Millisecond {
+	if d := v.nextCycle(at(3.1), at(3.1)); d < 400*time.Millisecond || d > 410*time.Millisecond {
 		t.Errorf("at 3.1 s the next cycle comes in %v; want when s0 is overdue, in 0.4 s", d)
 	}
-	if d := v.nextCycle(at(3.6)); d < period/3 {
+	if d := v.nextCycle(at(3.6), at(3.6)); d < period/3 {
 		t.Errorf("at 3.6 s, s0 overdue, the next cycle comes in %v; want a third of a lease period", d)
 	}
 }
@@ -353,4 +353,29 @@ func handedToA(period time.Duration, at func(float64) time.Time, handedAt float6
 	handed := lease.Shard{ShardID: "s0", Owner: "a", OwnerNonce: "na", Counter: 27}
 	v.released(handed, at(handedAt))
 	return v, handed
+}
+
+// TestNextCycleAThirdAfterTheLastStarted: cycles come a third of a lease
+// period apart from start to start, however long one took (a change is
+// seen within a cycle, plus the reads of the one that sees it), but never
+// back to back: at least a thirtieth of a lease period after one ended.
+func TestNextCycleAThirdAfterTheLastStarted(t *testing.T) {
+	t.Parallel()
+	const period = 3 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	v := newLeaseView("me", "n-me", period)
+	for _, c := range []struct {
+		ended float64
+		want  time.Duration
+	}{
+		{0.05, 950 * time.Millisecond},
+		{0.4, 600 * time.Millisecond},
+		{0.95, period / 30},
+		{2.5, period / 30},
+	} {
+		if got := v.nextCycle(at(c.ended), at(0)); got != c.want {
+			t.Errorf("a cycle started at 0 s and ended at %.2f s: the next in %v, want %v", c.ended, got, c.want)
+		}
+	}
 }
