@@ -270,7 +270,7 @@ func TestLeasesOwnerDiedBeforeFirstCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sh := range shards {
-		it, err := tb.Create(ctx, lease.Shard{Stream: srv.StreamARN("orders"), ShardID: *sh.ShardId, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+		it, _, err := tb.Create(ctx, lease.Shard{Stream: srv.StreamARN("orders"), ShardID: *sh.ShardId, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

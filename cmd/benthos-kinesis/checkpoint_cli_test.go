@@ -68,7 +68,7 @@ func TestCheckpointShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	it, _, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCheckpointShow(t *testing.T) {
 	// Another group's leases of the same shard, in the same table: each
 	// group sees its own.
 	search := lease.Grouped(tb, "search")
-	it, err = search.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
+	it, _, err = search.Create(t.Context(), lease.Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

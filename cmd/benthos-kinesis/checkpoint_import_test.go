@@ -216,7 +216,7 @@ func TestCheckpointImport(t *testing.T) {
 		for id, cp := range map[string]checkpoint.Checkpoint{
 			s0: {Start: checkpoint.Start{Kind: "TRIM_HORIZON"}, Ended: true}, s1: at(seqs["a1-4"]), s2: at(seqs["p2-2"]),
 		} {
-			it, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: id, Checkpoint: cp})
+			it, _, err := tb.Create(t.Context(), lease.Shard{Stream: arn, ShardID: id, Checkpoint: cp})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -63,6 +63,31 @@ func (s Stream) ChangedSince(from int64) (shards []string, ok bool) {
 	return shards, true
 }
 
+// announceEach is how many created items Announce names one by one: more
+// are announced as a change of the stream (the instances scan), in two
+// writes of the stream's item however many (1,024 items created by 16
+// instances at their start, each named, queued 2,048 writes of that one
+// item: DynamoDB serves an item about 1,000 writes a second, and dynalite
+// fell so far behind that the instances' beats lapsed).
+const announceEach = 4
+
+// Announce tells the stream's instances that the items of shardIDs were
+// created (see Create): each by name, or, when they are more than
+// announceEach (or none are named), the stream as a whole.
+func (t *Table) Announce(ctx context.Context, streamARN string, shardIDs []string) {
+	for _, id := range announced(shardIDs) {
+		t.announce(ctx, streamARN, id)
+	}
+}
+
+// announced is what an announcement of shardIDs names.
+func announced(shardIDs []string) []string {
+	if len(shardIDs) == 0 || len(shardIDs) > announceEach {
+		return []string{anyShard}
+	}
+	return shardIDs
+}
+
 // announce tells the stream's instances that the lease of shardID changed
 // owner (anyShard: something of the stream changed): it moves the change
 // counter, and names the shard in the log under the counter's new value,
@@ -155,6 +180,17 @@ func decodeLog(item map[string]types.AttributeValue) map[int64]string {
 		}
 	}
 	return out
+}
+
+// Announce is Table.Announce.
+func (m *Memory) Announce(ctx context.Context, streamARN string, shardIDs []string) {
+	if m.enter(ctx, "Announce") != nil {
+		return
+	}
+	defer m.mu.Unlock()
+	for _, id := range announced(shardIDs) {
+		m.announce(streamARN, id)
+	}
 }
 
 // announce is Table.announce for the memory store, in one step (its

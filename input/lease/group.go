@@ -96,9 +96,13 @@ func (g *grouped) Get(ctx context.Context, streamARN, shardID string) (Shard, bo
 	return g.out(s), ok, err
 }
 
-func (g *grouped) Create(ctx context.Context, s Shard) (Shard, error) {
-	got, err := g.st.Create(ctx, g.in(s))
-	return g.out(got), err
+func (g *grouped) Create(ctx context.Context, s Shard) (Shard, bool, error) {
+	got, created, err := g.st.Create(ctx, g.in(s))
+	return g.out(got), created, err
+}
+
+func (g *grouped) Announce(ctx context.Context, streamARN string, shardIDs []string) {
+	g.st.Announce(ctx, g.id(streamARN), shardIDs)
 }
 
 func (g *grouped) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error) {

@@ -63,9 +63,9 @@ func (m *Memory) Get(ctx context.Context, streamARN, shardID string) (s Shard, o
 
 // Create writes the item of a new, free shard unless one exists, and
 // returns the item stored afterwards.
-func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
+func (m *Memory) Create(ctx context.Context, s Shard) (got Shard, created bool, err error) {
 	if err := m.enter(ctx, "Create"); err != nil {
-		return Shard{}, err
+		return Shard{}, false, err
 	}
 	defer m.mu.Unlock()
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
@@ -73,12 +73,11 @@ func (m *Memory) Create(ctx context.Context, s Shard) (Shard, error) {
 		m.chargeWrite("PutItem", s.Key(), existing)
 		m.chargeGet(s.Key(), true)
 		got, err := decodeShard(existing)
-		return got, m.wrap(err)
+		return got, false, m.wrap(err)
 	}
 	m.items[s.Key()] = encodeShard(s)
 	m.chargeWrite("PutItem", s.Key(), nil)
-	m.announce(s.Stream, s.ShardID)
-	return s, nil
+	return s, true, nil
 }
 
 // Hold writes as the holder of a shard's lease, conditional on owner me at

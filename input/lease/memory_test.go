@@ -142,7 +142,7 @@ func TestMemoryTakeIsAtomic(t *testing.T) {
 
 func mustCreate(t *testing.T, st Store, id string) Shard {
 	t.Helper()
-	s, err := st.Create(t.Context(), Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	s, _, err := st.Create(t.Context(), Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

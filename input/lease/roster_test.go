@@ -208,8 +208,10 @@ func TestRosterGrows(t *testing.T) {
 
 // TestChangesAnnounced: every change of a lease's owner moves the stream's
 // change counter (a take, an ask, a withdrawal, a handover, a release, an
-// item created, deleted or set by the checkpoint command); a holder's
-// checkpoint does not, and a stream's item written again keeps the count.
+// item deleted or set by the checkpoint command, items created once their
+// creator announces them: a few by name, many as the stream's change); a
+// holder's checkpoint does not, and a stream's item written again keeps
+// the count.
 func TestChangesAnnounced(t *testing.T) {
 	t.Parallel()
 	const s0, s1 = "shardId-000000000000", "shardId-000000000001"
@@ -250,7 +252,14 @@ func TestChangesAnnounced(t *testing.T) {
 			}
 		}
 		var it Shard
-		step("create", true, func() (err error) { it, err = st.Create(ctx, shard(s0, "100")); return })
+		step("create", false, func() (err error) {
+			var created bool
+			if it, created, err = st.Create(ctx, shard(s0, "100")); err == nil && !created {
+				t.Fatal("a new item: Create reports it not created")
+			}
+			return
+		})
+		step("the creation announced", true, func() error { st.Announce(ctx, arn, []string{s0}); return nil })
 		step("take", true, func() (err error) { it, err = st.Take(ctx, it, "a", "pa"); return })
 		step("checkpoint", false, func() (err error) {
 			it, err = st.Hold(ctx, arn, s0, "a", it.Counter, Write{Checkpoint: at105(), KeepAsked: true})
@@ -289,6 +298,19 @@ func TestChangesAnnounced(t *testing.T) {
 			_, err := st.Beat(ctx, arn, "a", Beat{Nonce: "pa", Counter: 1, Bucket: -1}, false)
 			return err
 		})
+		// Many items created at once: the stream as a whole, in one change.
+		var many []string
+		for i := range 8 {
+			id := fmt.Sprintf("shardId-%012d", 100+i)
+			if _, created, err := st.Create(ctx, shard(id, "300")); err != nil || !created {
+				t.Fatalf("creating %s: created %v, %v", id, created, err)
+			}
+			many = append(many, id)
+		}
+		named("8 items created, announced together", "", func() error { st.Announce(ctx, arn, many); return nil })
+		if _, created, err := st.Create(ctx, shard(many[0], "300")); err != nil || created {
+			t.Fatalf("creating %s again: created %v, %v; want the item there reported, not created", many[0], created, err)
+		}
 		named("stream written again", "", func() error {
 			return st.ReplaceStream(ctx, Stream{ARN: arn, Start: startKind("LATEST"), Pinned: true})
 		})
@@ -320,11 +342,12 @@ func TestChangeLog(t *testing.T) {
 		var ids []string
 		for i := range 3 {
 			id := fmt.Sprintf("shardId-%012d", i)
-			if _, err := st.Create(ctx, shard(id, "1")); err != nil {
+			if _, _, err := st.Create(ctx, shard(id, "1")); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
 		}
+		st.Announce(ctx, arn, ids) // three changes, each named
 		for i := range 2*logKeep + 5 {
 			it, _, err := st.Get(ctx, arn, ids[i%3])
 			if err != nil {

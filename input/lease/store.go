@@ -17,7 +17,8 @@ type Store interface {
 	Get(ctx context.Context, streamARN, shardID string) (Shard, bool, error)
 
 	// Shard items: the lease and its checkpoint.
-	Create(ctx context.Context, s Shard) (Shard, error)
+	Create(ctx context.Context, s Shard) (got Shard, created bool, err error)
+	Announce(ctx context.Context, streamARN string, shardIDs []string)
 	Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w Write) (Shard, error)
 	Take(ctx context.Context, s Shard, me, nonce string) (Shard, error)
 	Ask(ctx context.Context, s Shard, me, nonce string) error

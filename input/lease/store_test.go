@@ -221,7 +221,7 @@ func createAt(id, shardStart string, stream int) func(context.Context, Store) (s
 	return func(ctx context.Context, st Store) (string, error) {
 		sh := shard(id, shardStart)
 		sh.Created = createdAt(stream)
-		s, err := st.Create(ctx, sh)
+		s, _, err := st.Create(ctx, sh)
 		return show(s), err
 	}
 }
@@ -266,7 +266,7 @@ func shard(id, shardStart string) Shard {
 
 func create(id, shardStart string) func(context.Context, Store) (string, error) {
 	return func(ctx context.Context, st Store) (string, error) {
-		s, err := st.Create(ctx, shard(id, shardStart))
+		s, _, err := st.Create(ctx, shard(id, shardStart))
 		return show(s), err
 	}
 }

@@ -348,21 +348,20 @@ func (t *Table) readItem(ctx context.Context, key string, consistent bool, what 
 }
 
 // Create writes the item of a new, free shard unless one exists; it returns
-// the item that is in the table afterwards (ours or the existing one).
-func (t *Table) Create(ctx context.Context, s Shard) (Shard, error) {
+// the item that is in the table afterwards (ours or the existing one), and
+// whether it wrote it. It announces nothing: the creator announces what it
+// created (Announce), once for all the shards of a listing.
+func (t *Table) Create(ctx context.Context, s Shard) (got Shard, created bool, err error) {
 	s.Owner, s.Counter, s.HandoffTo = "", 0, ""
 	existing, err := t.putNew(ctx, encodeShard(s), "creating the item of shard "+s.ShardID)
 	if err != nil || existing == nil {
-		if err == nil {
-			t.announce(ctx, s.Stream, s.ShardID)
-		}
-		return s, err
+		return s, err == nil, err
 	}
-	got, err := decodeShard(existing)
+	got, err = decodeShard(existing)
 	if err != nil {
-		return Shard{}, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
+		return Shard{}, false, fmt.Errorf("DynamoDB table %q: %w", t.name, err)
 	}
-	return got, nil
+	return got, false, nil
 }
 
 // putNew writes item unless an item of its key exists, and returns that

@@ -40,12 +40,12 @@ func TestFencing(t *testing.T) {
 	ctx := t.Context()
 
 	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
-	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}, Parents: []string{"shardId-000000000009"}})
+	it, _, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}, Parents: []string{"shardId-000000000009"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second create keeps the first item.
-	again, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
+	again, _, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000000", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "LATEST"}}})
 	if err != nil || again.Checkpoint.Start.Kind != "TRIM_HORIZON" || again.Checkpoint.ShardStart != "100" || len(again.Parents) != 1 {
 		t.Fatalf("second create: %+v, %v; want the first item", again, err)
 	}
@@ -136,7 +136,7 @@ func TestScanReadsEveryPage(t *testing.T) {
 	other := strings.Replace(arn, "orders", "payments", 1)
 	for i := range 40 {
 		for _, s := range []string{arn, other} {
-			if _, err := tb.Create(ctx, Shard{Stream: s, ShardID: shardID(i), Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}}); err != nil {
+			if _, _, err := tb.Create(ctx, Shard{Stream: s, ShardID: shardID(i), Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -239,7 +239,7 @@ func TestWithdrawnAsk(t *testing.T) {
 	d := emulator.Dynalite(t)
 	tb := open(t, d, "withdraw")
 	ctx := t.Context()
-	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000001", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	it, _, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000001", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRetriedWriteIsApplied(t *testing.T) {
 	d := emulator.Dynalite(t)
 	ctx := t.Context()
 	tb := open(t, d, "retried")
-	it, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000002", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
+	it, _, err := tb.Create(ctx, Shard{Stream: arn, ShardID: "shardId-000000000002", Checkpoint: checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestReplaceContinuesTheCounter(t *testing.T) {
 	ctx := t.Context()
 	const id = "shardId-000000000003"
 	start := checkpoint.Start{Kind: "TRIM_HORIZON"}
-	old, err := tb.Create(ctx, Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}})
+	old, _, err := tb.Create(ctx, Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: "100"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestReplaceRace(t *testing.T) {
 		return Shard{Stream: arn, ShardID: id, Checkpoint: checkpoint.Checkpoint{Start: start, ShardStart: shardStart}}
 	}
 
-	held, err := tb.Create(ctx, shard("shardId-000000000004", "100"))
+	held, _, err := tb.Create(ctx, shard("shardId-000000000004", "100"))
 	if err == nil {
 		held, err = tb.Take(ctx, held, "a", "")
 	}
@@ -421,7 +421,7 @@ func TestReplaceRace(t *testing.T) {
 		t.Fatalf("replace raced by a renewal: %+v, %v; want free at counter %d, start 300", got, err, held.Counter+2)
 	}
 
-	if _, err := tb.Create(ctx, shard("shardId-000000000005", "100")); err != nil {
+	if _, _, err := tb.Create(ctx, shard("shardId-000000000005", "100")); err != nil {
 		t.Fatal(err)
 	}
 	replaced := &beforePut{API: d.Client(), hook: func() {

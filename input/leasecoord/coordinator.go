@@ -405,9 +405,10 @@ func (c *leaseCoordinator) awaitFirstPin(ctx context.Context, listed []coord.Sha
 // cycle.
 func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	type result struct {
-		id  string
-		got lease.Shard
-		err error
+		id      string
+		got     lease.Shard
+		created bool
+		err     error
 	}
 	var todo []lease.Shard
 	for _, id := range slices.Sorted(maps.Keys(c.unstored)) {
@@ -421,7 +422,7 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 	results := make([]result, len(todo))
 	c.parallel(len(todo), func(i int) {
 		want := todo[i]
-		got, err := c.table.Create(ctx, want)
+		got, created, err := c.table.Create(ctx, want)
 		if err == nil && got.Checkpoint.ShardStart != "" && want.Checkpoint.ShardStart != "" && got.Checkpoint.ShardStart != want.Checkpoint.ShardStart {
 			was := got.Checkpoint.ShardStart
 			if got, err = want, c.table.Replace(ctx, want, was); err == nil {
@@ -429,8 +430,19 @@ func (c *leaseCoordinator) storePinned(ctx context.Context) error {
 					c.st.Name, want.ShardID, c.table.Name(), was, want.Checkpoint.ShardStart)
 			}
 		}
-		results[i] = result{want.ShardID, got, err}
+		results[i] = result{want.ShardID, got, created, err}
 	})
+	// The items created, announced together: a listing's hundreds of new
+	// shards move the stream's item twice, not twice each.
+	var created []string
+	for _, r := range results {
+		if r.created {
+			created = append(created, r.id)
+		}
+	}
+	if len(created) > 0 {
+		c.table.Announce(ctx, c.st.ARN, created)
+	}
 	var errs []error
 	for _, r := range results {
 		if errors.Is(r.err, lease.ErrLaterStream) {

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/input/lease"
 )
 
@@ -370,5 +372,57 @@ func TestLeaseChangeNamedByTheLogIsReadAlone(t *testing.T) {
 	cycle("an item set by hand", 0, 1)
 	if got := c.scanned.Shards[30]; got.ShardID != "s30" || got.Owner != "" {
 		t.Errorf("after the cycle a's view of s30 is %+v, want it free", got)
+	}
+}
+
+// TestItemsOfAListingAnnouncedTogether: the items of a listing's new shards
+// are announced in one change of the stream's item (the other instances
+// scan), not one each: 1,024 shards created by 16 instances at their start
+// queued 2,048 writes of that one item, and the instances' beats lapsed
+// behind them (make bench-leases: one instance took 1,002 of the shards).
+// A few new shards (a resharding's children) are named one by one, and an
+// instance that finds the items there announces nothing.
+func TestItemsOfAListingAnnouncedTogether(t *testing.T) {
+	t.Parallel()
+	m := lease.NewMemory()
+	stream := func() lease.Stream {
+		p, err := m.Poll(t.Context(), testARN)
+		if err != nil || p.Stream == nil {
+			t.Fatalf("poll: %+v, %v", p, err)
+		}
+		return *p.Stream
+	}
+	pin := func(c *leaseCoordinator, ids ...string) (named []string, ok bool, moved int64) {
+		t.Helper()
+		before := stream().Changes
+		for _, id := range ids {
+			c.unstored[id] = nil
+			c.pos.Set(id, checkpoint.Checkpoint{Start: checkpoint.Start{Kind: "TRIM_HORIZON"}})
+		}
+		if err := c.storePinned(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		st := stream()
+		named, ok = st.ChangedSince(before)
+		return named, ok, st.Changes - before
+	}
+	var shards []string
+	for i := range 64 {
+		shards = append(shards, fmt.Sprintf("s%02d", i))
+	}
+	a, b := storeCoordinator(t, m, "a", time.Minute), storeCoordinator(t, m, "b", time.Minute)
+	if named, ok, moved := pin(a, shards...); moved != 1 || ok {
+		t.Errorf("64 items created: the counter moved by %d, the log names %v (%v); want one change of the stream as a whole", moved, named, ok)
+	}
+	if _, _, moved := pin(b, shards...); moved != 0 {
+		t.Errorf("an instance finding the 64 items there announced %d changes, want none", moved)
+	}
+	if named, ok, moved := pin(b, "s64", "s65"); moved != 2 || !ok || !slices.Equal(named, []string{"s64", "s65"}) {
+		t.Errorf("two items created: the counter moved by %d, the log names %v (%v); want s64 and s65", moved, named, ok)
+	}
+	for _, id := range append(shards, "s64", "s65") {
+		if _, found, err := m.Get(t.Context(), testARN, id); err != nil || !found {
+			t.Fatalf("the item of %s: found %v, %v", id, found, err)
+		}
 	}
 }

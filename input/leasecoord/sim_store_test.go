@@ -42,6 +42,9 @@ type simStore struct {
 	t *simTable
 	w *simWorld
 	p *simProc
+	// owed: an announcement failed, and is sent before the next poll (as
+	// lease.Table does).
+	owed bool
 }
 
 var _ lease.Store = (*simStore)(nil)
@@ -174,12 +177,28 @@ func (s *simStore) Get(ctx context.Context, streamARN, shardID string) (lease.Sh
 	return got.s, got.ok, err
 }
 
-func (s *simStore) Create(ctx context.Context, sh lease.Shard) (lease.Shard, error) {
-	return simCall(s, ctx, "Create", func() (lease.Shard, error) {
-		got, err := s.t.mem.Create(context.Background(), sh)
+func (s *simStore) Create(ctx context.Context, sh lease.Shard) (lease.Shard, bool, error) {
+	type r struct {
+		got     lease.Shard
+		created bool
+	}
+	res, err := simCall(s, ctx, "Create", func() (r, error) {
+		got, created, err := s.t.mem.Create(context.Background(), sh)
 		s.t.onApplied(s.p, "Create", sh, got, lease.Write{})
-		return got, err
+		return r{got, created}, err
 	})
+	return res.got, res.created, err
+}
+
+// Announce is one call (the two writes of lease.Table's as one); one that
+// failed, applied or not, is owed, and made before the next poll, naming
+// no shard, as lease.Table's is.
+func (s *simStore) Announce(ctx context.Context, streamARN string, shardIDs []string) {
+	_, err := simCall(s, ctx, "Announce", func() (struct{}, error) {
+		s.t.mem.Announce(context.Background(), streamARN, shardIDs)
+		return struct{}{}, nil
+	})
+	s.owed = err != nil
 }
 
 func (s *simStore) Hold(ctx context.Context, streamARN, shardID, me string, counter int64, w lease.Write) (lease.Shard, error) {
@@ -305,6 +324,9 @@ func (s *simStore) Leave(ctx context.Context, streamARN, me string) error {
 }
 
 func (s *simStore) Poll(ctx context.Context, streamARN string) (lease.Poll, error) {
+	if s.owed {
+		s.Announce(ctx, streamARN, nil)
+	}
 	return simCall(s, ctx, "Poll", func() (lease.Poll, error) {
 		return s.t.mem.Poll(context.Background(), streamARN)
 	})
