@@ -63,6 +63,16 @@ func (s Stream) ChangedSince(from int64) (shards []string, ok bool) {
 	return shards, true
 }
 
+// oneAttempt makes an announcement's writes once, unretried: every change
+// of owner writes the one stream item, and a fleet starting on many shards
+// changes thousands at once, far past the thousand write units a second
+// DynamoDB serves an item. Throttled, a write is not worth the SDK's
+// retries: they would hold up the take that made the change and spend the
+// client's retry quota, which the heartbeats and commits need. A failed
+// move of the counter is owed (one announcement of the stream as a whole,
+// before the next poll), a failed entry lets its readers scan.
+func oneAttempt(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+
 // announceEach is how many created items Announce names one by one: more
 // are announced as a change of the stream (the instances scan), in two
 // writes of the stream's item however many (1,024 items created by 16
@@ -96,7 +106,8 @@ func announced(shardIDs []string) []string {
 // owed, and sent before the next poll of this table (naming no shard): the
 // change it tells of was made, and the others would see it only at their
 // next scan otherwise. One whose entry fails is not: its readers scan. A
-// stream with no item yet (nothing reads it) is not announced to.
+// stream with no item yet (nothing reads it) is not announced to. Neither
+// write is retried (oneAttempt).
 func (t *Table) announce(ctx context.Context, streamID, shardID string) {
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
@@ -107,7 +118,7 @@ func (t *Table) announce(ctx context.Context, streamID, shardID string) {
 		ExpressionAttributeNames:  map[string]string{"#c": attrChanges, "#k": attrKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
+	}, oneAttempt)
 	t.mu.Lock()
 	if err != nil && !conditionFailed(err) {
 		t.owed[streamID] = true
@@ -140,13 +151,13 @@ func (t *Table) logChange(ctx context.Context, streamID string, n int64, shardID
 	}
 	for range 2 {
 		err := t.updateStream(ctx, streamID, "SET #l.#n = :s REMOVE "+strings.Join(removes, ", "), "attribute_exists(#l)",
-			names, map[string]types.AttributeValue{":s": str(shardID)})
+			names, map[string]types.AttributeValue{":s": str(shardID)}, oneAttempt)
 		if !conditionFailed(err) {
 			return
 		}
 		err = t.updateStream(ctx, streamID, "SET #l = :m", "attribute_exists(#k) AND attribute_not_exists(#l)",
 			map[string]string{"#l": attrLog, "#k": attrKey},
-			map[string]types.AttributeValue{":m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{key: str(shardID)}}})
+			map[string]types.AttributeValue{":m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{key: str(shardID)}}}, oneAttempt)
 		if !conditionFailed(err) {
 			return
 		}

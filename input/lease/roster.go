@@ -400,7 +400,7 @@ func (t *Table) setRosters(streamID string, n int) {
 }
 
 // updateStream updates the stream's item by expr, under cond.
-func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, names map[string]string, values map[string]types.AttributeValue) error {
+func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, names map[string]string, values map[string]types.AttributeValue, opts ...func(*dynamodb.Options)) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
@@ -409,6 +409,6 @@ func (t *Table) updateStream(ctx context.Context, streamID, expr, cond string, n
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
+	}, opts...)
 	return err
 }

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/benthos-kinesis/benthos-kinesis/input/checkpoint"
 	"github.com/benthos-kinesis/benthos-kinesis/internal/emulator"
@@ -395,5 +399,53 @@ func TestChangedSinceWithEntriesMissing(t *testing.T) {
 	s.Log[6] = anyShard
 	if got, ok := s.ChangedSince(4); ok {
 		t.Errorf("entry 6 names no shard: %v, want a scan", got)
+	}
+}
+
+// TestAnnouncementThrottledIsOwedNotRetried: with the stream's item
+// throttled (a fleet starting on thousands of shards writes it far past
+// what DynamoDB serves one item), a take goes through at once: its
+// announcement is sent once, not retried by the SDK (which would hold the
+// take up and spend the retry quota the beats need), and owed: the next
+// poll announces the stream as a whole, and its readers scan.
+func TestAnnouncementThrottledIsOwedNotRetried(t *testing.T) {
+	t.Parallel()
+	const s0 = "shardId-000000000000"
+	d := emulator.Dynalite(t)
+	proxy := emulator.NewDynamoDBProxy(t, d)
+	proxy.Classify(func(op string, body []byte) string {
+		if strings.Contains(string(body), `"`+streamKey(arn)+`"`) {
+			return "stream"
+		}
+		return ""
+	})
+	ctx := t.Context()
+	tb, err := Open(ctx, dynamodb.New(dynamodb.Options{Region: d.Region, BaseEndpoint: aws.String(proxy.Endpoint), Credentials: emulator.Credentials()}), "throttledannounce", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tb.PutStream(ctx, Stream{ARN: arn, Start: startKind("TRIM_HORIZON")}); err != nil {
+		t.Fatal(err)
+	}
+	it, _, err := tb.Create(ctx, shard(s0, "100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := func() int64 {
+		calls, _ := proxy.CallsByClass()
+		return calls["UpdateItem/stream"]
+	}
+	proxy.ThrottleClass(time.Minute, "stream")
+	before := writes()
+	if _, err := tb.Take(ctx, it, "a", "pa"); err != nil {
+		t.Fatalf("a take with the stream's item throttled: %v", err)
+	}
+	if n := writes() - before; n != 1 {
+		t.Errorf("the take's announcement wrote the throttled stream item %d times, want once (not retried)", n)
+	}
+	proxy.ThrottleClass(0, "stream")
+	p := mustPoll(t, tb).Stream
+	if named, ok := p.ChangedSince(0); p.Changes != 1 || ok {
+		t.Errorf("after the throttling, the poll found %d changes, the log naming %v (%v); want the owed one, of the stream as a whole", p.Changes, named, ok)
 	}
 }

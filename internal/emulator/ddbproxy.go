@@ -35,8 +35,10 @@ type DynamoDBProxy struct {
 	classify   func(op string, body []byte) string
 	keys       map[string][]string  // table -> its key attributes
 	throttle   map[string]time.Time // operation -> throttled until
-	down       time.Time            // no call is answered until then
-	signers    Signatures
+	// throttleClass: class of item (see Classify) -> throttled until
+	throttleClass map[string]time.Time
+	down          time.Time // no call is answered until then
+	signers       Signatures
 }
 
 // NewDynamoDBProxy starts a proxy for t in front of d; it stops when t ends.
@@ -51,22 +53,27 @@ func NewDynamoDBProxy(t testing.TB, d *DynamoDB) *DynamoDBProxy {
 		t.Fatal(err)
 	}
 	p := &DynamoDBProxy{
-		Endpoint:   "http://" + ln.Addr().String(),
-		direct:     d.Client(),
-		calls:      map[string]int64{},
-		units:      map[string]float64{},
-		classCalls: map[string]int64{},
-		classUnits: map[string]float64{},
-		keys:       map[string][]string{},
-		throttle:   map[string]time.Time{},
+		Endpoint:      "http://" + ln.Addr().String(),
+		direct:        d.Client(),
+		calls:         map[string]int64{},
+		units:         map[string]float64{},
+		classCalls:    map[string]int64{},
+		classUnits:    map[string]float64{},
+		keys:          map[string][]string{},
+		throttle:      map[string]time.Time{},
+		throttleClass: map[string]time.Time{},
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = p.count
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = p.receive(r)
 		op := operation(r)
+		class := r.Context().Value(requestInfoKey{}).(*requestInfo).class
 		p.mu.Lock()
 		until, throttled := p.throttle[op]
+		if u, ok := p.throttleClass[class]; ok && class != "" && u.After(until) {
+			until, throttled = u, true
+		}
 		down := p.down
 		p.mu.Unlock()
 		if time.Now().Before(down) {
@@ -173,6 +180,15 @@ func (p *DynamoDBProxy) Throttle(d time.Duration, ops ...string) {
 	for _, op := range ops {
 		p.throttle[op] = time.Now().Add(d)
 	}
+}
+
+// ThrottleClass answers every call on an item of class (see Classify) with
+// ProvisionedThroughputExceededException for d from now (d <= 0: no
+// more): one hot item throttled, the rest of the table served.
+func (p *DynamoDBProxy) ThrottleClass(d time.Duration, class string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttleClass[class] = time.Now().Add(d)
 }
 
 // Unreachable answers no call at all for d from now: the proxy resets the
