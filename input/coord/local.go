@@ -179,11 +179,25 @@ func (g *localGrant) Until() time.Time { return Never }
 // Read: one instance has nothing to balance.
 func (g *localGrant) Read(int, time.Time) {}
 
-// stopped waits for what the reader handed out to settle, unless the
-// stream was reset since: the old stream's records do not hold the new
-// one's readers.
+// Stopped waits for what the reader handed out to settle, until the
+// stream is reset: the old stream's records do not hold the new one's
+// readers. The reset may come while it waits: a reset cancels the readers
+// first and moves the epoch after, so a reader stopped by it may start
+// waiting before the epoch moved (seen on a loaded CI machine: the old
+// stream's rejected records, replayed, held the reader of the new stream's
+// shard of the same id until the test gave up).
 func (g *localGrant) Stopped(ctx context.Context, settled func(context.Context) error) {
-	if g.epoch == g.c.pos.Epoch() {
-		settled(ctx)
-	}
+	sctx, cancel := context.WithCancel(ctx)
+	reset := g.c.pos.ResetAfter(g.epoch)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-reset:
+			cancel()
+		case <-sctx.Done():
+		}
+	})
+	_ = settled(sctx)
+	cancel()
+	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -122,4 +123,49 @@ func TestLocalCoordinatorPrune(t *testing.T) {
 	if id, _, _, ok := p.Reused(map[string]Shard{"a": {ID: "a", StartSeq: "43"}}); !ok || id != "a" {
 		t.Fatal("a shard id starting at another sequence number is not seen as reused")
 	}
+}
+
+// TestStoppedWaitsForSettlingUntilTheStreamIsReset: a stopped reader's
+// grant waits for what the reader handed out to settle, but not past a
+// reset of the stream, even one that comes while it waits (a reset cancels
+// the readers before it moves the epoch: on a loaded machine, the old
+// stream's rejected records, replayed for ever, held the reader of the new
+// stream's shard of the same id).
+func TestStoppedWaitsForSettlingUntilTheStreamIsReset(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := testLocal(&failingStore{})
+	if err := c.Pin(ctx, []Shard{{ID: "a", StartSeq: "1"}}, checkpoint.Start{Kind: "TRIM_HORIZON"}, true); err != nil {
+		t.Fatal(err)
+	}
+	g := grantOf(t, c, "a")
+	waiting := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		g.Stopped(ctx, func(ctx context.Context) error {
+			close(waiting)
+			<-ctx.Done() // never settles: rejected and replayed for ever
+			return ctx.Err()
+		})
+	}()
+	<-waiting
+	select {
+	case <-stopped:
+		t.Fatal("Stopped returned before anything settled, with no reset")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := c.Reset(ctx, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stopped still waits for the old stream's records after the reset")
+	}
+	// A grant of the epoch before returns at once.
+	g.Stopped(ctx, func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
 }

@@ -28,6 +28,8 @@ type Positions struct {
 	// crash, and the parent's tail then read again after its children).
 	endsSaved map[string]bool
 	epoch     int
+	// reset is closed by the next Reset (made when first asked for).
+	reset chan struct{}
 }
 
 // NewPositions returns positions holding st.
@@ -151,6 +153,26 @@ func (p *Positions) Reset(created time.Time) {
 	p.endsSaved = map[string]bool{}
 	p.epoch++
 	p.dirty = true
+	if p.reset != nil {
+		close(p.reset)
+		p.reset = nil
+	}
+}
+
+// ResetAfter returns a channel closed once the state is of a later epoch
+// than epoch (at once if it is already).
+func (p *Positions) ResetAfter(epoch int) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.epoch != epoch {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if p.reset == nil {
+		p.reset = make(chan struct{})
+	}
+	return p.reset
 }
 
 // SetPosition records a new acknowledged position of a shard. A reader of
