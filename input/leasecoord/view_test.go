@@ -296,6 +296,9 @@ func TestNextCycleComesWhenALeaseIsOverdue(t *testing.T) {
 	if d := v.nextCycle(at(3.6), at(3.6)); d < period/3 {
 		t.Errorf("at 3.6 s, s0 overdue, the next cycle comes in %v; want a third of a lease period", d)
 	}
+	if d := v.nextCycle(at(3.6), at(3.45)); d != 10*time.Millisecond {
+		t.Errorf("a cycle that started at 3.45 s and ended at 3.6 s, s0 overdue from 3.5 s meanwhile: the next cycle comes in %v; want at once (10 ms)", d)
+	}
 }
 
 // TestLeaseHandedToAProcessRemovedByAnotherExpires: h hands s0 over to a,
