@@ -753,7 +753,15 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 	const (
 		shards, instances = 1024, 16
 		period            = 3 * time.Second
+		step              = period / 30
 	)
+	// The instances take their turns one after the other here, where a
+	// fleet runs them side by side: on the step clock a turn takes no time,
+	// so that a loaded machine (-race, a round of 16 turns took most of a
+	// period on the wall clock) cannot age the others' beats past a lease
+	// period between two of their turns, which no fleet on its own clock
+	// would see.
+	clock := newStepClock()
 	m := lease.NewMemory()
 	ids := make([]string, shards)
 	for i := range ids {
@@ -763,12 +771,12 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 	for i, id := range ids {
 		infos[i] = coord.Shard{ID: id, StartSeq: fmt.Sprint(i + 1)}
 	}
-	// All load at once (in well under half a lease period); then each pins
-	// (the first creates the items, the others find them).
+	// All load at once; then each pins (the first creates the items, the
+	// others find them).
 	var fleet []*leaseCoordinator
 	var pins []coord.FirstPin
 	for i := range instances {
-		lc := newLeaseCoordination(m, Options{InstanceID: fmt.Sprintf("i%02d", i), LeasePeriod: period, StealLimit: 4})
+		lc := newLeaseCoordination(m, Options{InstanceID: fmt.Sprintf("i%02d", i), LeasePeriod: period, StealLimit: 4, Clock: clock})
 		c := lc.stream(testStream(service.MockResources()), coord.NewPositions(checkpoint.Stream{}))
 		first, err := c.Load(t.Context())
 		if err != nil {
@@ -776,28 +784,23 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 		}
 		fleet, pins = append(fleet, c), append(pins, first)
 	}
-	start := time.Now()
-	deadline := start.Add(2 * period)
+	start := clock.Now()
 	for i, c := range fleet {
 		if err := c.Pin(t.Context(), infos, pins[i].Start, pins[i].Due); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for time.Now().Before(deadline) {
-		time.Sleep(period / 6)
-		// The instances take their turns one after the other here, where
-		// a fleet runs them side by side: the deadline moves by the time
-		// the others' turns took beyond the longest one (with -race on a
-		// loaded machine, a round of 16 turns took most of a period).
-		var total, longest time.Duration
-		for _, c := range fleet {
-			began := time.Now()
+	// Each instance commits (and so beats) every step and runs its cycle
+	// when the last one said, as the input's loop does.
+	due := make([]time.Time, instances)
+	for clock.Now().Sub(start) <= 2*period {
+		now := clock.Now()
+		for i, c := range fleet {
 			_ = c.Commit(t.Context())
-			c.Cycle(t.Context(), everyShard)
-			took := time.Since(began)
-			total, longest = total+took, max(longest, took)
+			if !now.Before(due[i]) {
+				due[i] = now.Add(c.Cycle(t.Context(), everyShard))
+			}
 		}
-		deadline = deadline.Add(total - longest)
 		held := map[string]int{}
 		for _, it := range m.Items() {
 			held[it.Owner]++
@@ -807,9 +810,10 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 			lo, hi = min(lo, held[c.me]), max(hi, held[c.me])
 		}
 		if held[""] == 0 && hi-lo <= 1 {
-			t.Logf("balanced %v after the start: %d to %d each", time.Since(start).Round(time.Millisecond), lo, hi)
+			t.Logf("balanced %v after the start: %d to %d each", now.Sub(start), lo, hi)
 			return
 		}
+		clock.advance(step)
 	}
 	held := map[string]int{}
 	for _, it := range m.Items() {
