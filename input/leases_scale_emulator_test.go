@@ -131,7 +131,16 @@ func benchLeaseScale(b *testing.B, f scaleFleet, busy bool) {
 	balanced := time.Since(start)
 	b.Logf("%d shards over %d instances balanced in %v (%.1f lease periods): %v", f.shards, f.instances, balanced.Round(100*time.Millisecond), balanced.Seconds()/f.period.Seconds(), summarize(held))
 
-	time.Sleep(f.period) // settle
+	// Settle: a lease period, and with busy shards until the meters of
+	// the shards just taken are warm (a time constant of three lease
+	// periods; their loads move by more than a quarter, and are published
+	// again, for about five): a window that opened on their ramp counted
+	// the reads of the publishes made just before it.
+	settle := f.period
+	if busy {
+		settle = 6 * f.period
+	}
+	time.Sleep(settle)
 	c0, u0 := proxy.CallsByClass()
 	read0 := read.Load()
 	time.Sleep(window)
