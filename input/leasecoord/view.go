@@ -87,6 +87,7 @@ type askSeen struct {
 	at        time.Time
 	base      int64
 	read      bool
+	readAt    time.Time // when base was read
 }
 
 // askMade is an ask this instance made: when, and why (the balance by
@@ -158,10 +159,12 @@ func newLeaseView(me, nonce string, period time.Duration) *leaseView {
 // askerAt takes in the worker counter of the process that asked for a
 // shard's lease, read alone at now: the first read after the ask notes it;
 // a later one that finds it moved since the last proves the asker alive
-// now. (The move may be a heartbeat sent before the asker died and applied
-// late: a handover to it then waits out the lease's expiry; one removed as
-// dead meanwhile is known dead whatever was proved.) It reports whether
-// this read proved it.
+// when that last read was made, and no later: the move landed after it,
+// maybe long before now (reads made a lease period apart, when the scans
+// that make them are rare, prove nothing fresh). (The move may be a
+// heartbeat sent before the asker died and applied late: a handover to it
+// then waits out the lease's expiry; one removed as dead meanwhile is
+// known dead whatever was proved.) It reports whether this read proved it.
 func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -170,10 +173,11 @@ func (v *leaseView) askerAt(shardID, by, nonce string, counter int64, now time.T
 		return false
 	}
 	moved := a.read && counter != a.base
-	a.base, a.read = counter, true
+	since := a.readAt
+	a.base, a.read, a.readAt = counter, true, now
 	v.asks[shardID] = a
-	if moved {
-		v.proved[by+"/"+nonce] = now
+	if moved && since.After(v.proved[by+"/"+nonce]) {
+		v.proved[by+"/"+nonce] = since
 	}
 	return moved
 }
@@ -519,10 +523,14 @@ func (v *leaseView) judge(now time.Time) askerJudge {
 		// A sign of life counts since the ask, and for half a lease period:
 		// the asker may have died since (a live one beats every third).
 		fresh := func(at time.Time) bool { return at.After(asked) && now.Sub(at) < period/2 }
+		// A proof is dated by the read it moved since, made after the ask
+		// was seen (askerAt), at the same instant at the earliest.
+		p, provedAt := proved[id+"/"+nonce]
+		freshProof := provedAt && !p.Before(asked) && now.Sub(p) < period/2
 		switch {
 		case dead[id][nonce]:
 			verdict = askerDead // removed as dead, or replaced by another process of its name: whatever it did before
-		case fresh(proved[id+"/"+nonce]):
+		case freshProof:
 			verdict = askerAlive // its item, read alone, moved since the ask
 		case same && now.Sub(s.at) >= period:
 			verdict = askerDead

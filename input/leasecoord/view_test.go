@@ -87,6 +87,40 @@ func TestLeaseAskerRemovedAsDeadIsDeadToItsAsks(t *testing.T) {
 	}
 }
 
+// TestLeaseAskerProvedAliveOnlyAsOfTheReadItMovedSince: a holder reads an
+// asker's worker item alone, and a later read finds it moved: the asker
+// lived after the first read, not necessarily at the second. With scans
+// rare (only when an owner changed), the two reads can be most of a lease
+// period apart: a move found by the second proves nothing fresh, and an
+// asker silent since is not judged alive by it. (Before, the proof was
+// dated by the second read: a's handover went to b, silent for a lease
+// period, the instant before b would have been judged dead;
+// TestLeaseIsNotHandedToAnAskerKnownDead on the step clock.)
+func TestLeaseAskerProvedAliveOnlyAsOfTheReadItMovedSince(t *testing.T) {
+	const period = 2 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	v := newLeaseView("h", "nh", period)
+	asked := v.askSeen(lease.Shard{ShardID: "s0", Owner: "h", OwnerNonce: "nh", HandoffTo: "a", HandoffNonce: "na"}, at(0))
+	v.askerAt("s0", "a", "na", 5, at(0)) // the base, read as the ask is seen
+	if !v.askerAt("s0", "a", "na", 6, at(1.8)) {
+		t.Fatal("a move of the asker's item proved nothing")
+	}
+	if got := v.judge(at(1.8))("a", "na", asked); got == askerAlive {
+		t.Errorf("judged alive at 1.8 s by a move that landed after the read at 0 s: the proof is as old as that read")
+	}
+	// Read again soon after: the move since proves it alive then.
+	if !v.askerAt("s0", "a", "na", 7, at(2.1)) {
+		t.Fatal("a second move proved nothing")
+	}
+	if got := v.judge(at(2.2))("a", "na", asked); got != askerAlive {
+		t.Errorf("moved between reads at 1.8 s and 2.1 s, judged %v at 2.2 s, want alive", got)
+	}
+	if got := v.judge(at(2.9))("a", "na", asked); got == askerAlive {
+		t.Errorf("judged alive at 2.9 s, over half a lease period after the read the last move came after (1.8 s)")
+	}
+}
+
 // handOverToFailingScans has a, holding s0, hand it over to b, which asked
 // for it (remembering its ask when remembered is set) and whose scans fail
 // from just before its ask on, while its heartbeats succeed.
