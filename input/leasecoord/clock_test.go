@@ -2,6 +2,7 @@ package leasecoord
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,11 +11,18 @@ import (
 // tests of what the coordinators decide, driven turn by turn from the test,
 // where how long a loaded machine (-race, other tests in parallel) takes
 // over a turn must not age the leases and beats the turn reads. A sleep
-// moves it on by its duration (only the test's one goroutine sleeps on it);
-// table calls get no deadline of their own (lease.Memory answers at once).
+// moves it on by its duration (only the test's one goroutine sleeps on
+// it), and a deadline set on it (WithTimeout) passes when the clock is
+// moved past it.
 type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu        sync.Mutex
+	t         time.Time
+	deadlines []stepDeadline
+}
+
+type stepDeadline struct {
+	at     time.Time
+	cancel context.CancelCauseFunc
 }
 
 func newStepClock() *stepClock { return &stepClock{t: time.Unix(1_800_000_000, 0)} }
@@ -25,10 +33,23 @@ func (c *stepClock) Now() time.Time {
 	return c.t
 }
 
+// advance moves the clock on by d and ends the contexts whose deadline
+// that passed.
 func (c *stepClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
+	var passed []context.CancelCauseFunc
+	c.deadlines = slices.DeleteFunc(c.deadlines, func(dl stepDeadline) bool {
+		if c.t.Before(dl.at) {
+			return false
+		}
+		passed = append(passed, dl.cancel)
+		return true
+	})
 	c.mu.Unlock()
+	for _, cancel := range passed {
+		cancel(context.DeadlineExceeded)
+	}
 }
 
 func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
@@ -39,8 +60,16 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func (c *stepClock) WithTimeout(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithCancel(ctx)
+func (c *stepClock) WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	if d <= 0 {
+		cancel(context.DeadlineExceeded)
+		return cctx, func() { cancel(context.Canceled) }
+	}
+	c.mu.Lock()
+	c.deadlines = append(c.deadlines, stepDeadline{at: c.t.Add(d), cancel: cancel})
+	c.mu.Unlock()
+	return cctx, func() { cancel(context.Canceled) }
 }
 
 func (c *stepClock) NewMutex() sync.Locker { return &sync.Mutex{} }

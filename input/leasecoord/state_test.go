@@ -49,8 +49,15 @@ func (s *stopRecorder) get() error {
 // pins the shards (free items at TRIM_HORIZON).
 func storeCoordinator(t *testing.T, st lease.Store, me string, period time.Duration, shards ...string) *leaseCoordinator {
 	t.Helper()
+	return clockedCoordinator(t, st, nil, me, period, shards...)
+}
+
+// clockedCoordinator is storeCoordinator living by clock (nil: the wall
+// clock).
+func clockedCoordinator(t *testing.T, st lease.Store, clock Clock, me string, period time.Duration, shards ...string) *leaseCoordinator {
+	t.Helper()
 	res := service.MockResources()
-	lc := newLeaseCoordination(st, Options{InstanceID: me, LeasePeriod: period, StealLimit: 4})
+	lc := newLeaseCoordination(st, Options{InstanceID: me, LeasePeriod: period, StealLimit: 4, Clock: clock})
 	c := lc.stream(testStream(res), coord.NewPositions(checkpoint.Stream{}))
 	first, err := c.Load(t.Context())
 	if err != nil {
@@ -88,7 +95,7 @@ func loggedCoordinator(t *testing.T, m *lease.Memory, me string) (*leaseCoordina
 func skipStartWait(c *leaseCoordinator) {
 	c.view.mu.Lock()
 	defer c.view.mu.Unlock()
-	c.view.started = time.Now().Add(-c.period)
+	c.view.started = c.clock.Now().Add(-c.period)
 }
 
 func testStream(res *service.Resources) coord.Stream {
@@ -680,13 +687,13 @@ func TestLeaseHandoverAfterAConcurrentRenewalIsNotLost(t *testing.T) {
 
 // holderAndWatcher starts instance a, which takes shard s0 and grants a
 // reader, and instance b on the same table.
-func holderAndWatcher(t *testing.T, period time.Duration) (*lease.Memory, *leaseCoordinator, *leaseCoordinator, *leaseGrant, *stopRecorder) {
+func holderAndWatcher(t *testing.T, clock *stepClock, period time.Duration) (*lease.Memory, *leaseCoordinator, *leaseCoordinator, *leaseGrant, *stopRecorder) {
 	t.Helper()
 	m := lease.NewMemory()
-	a := storeCoordinator(t, m, "a", period, "s0")
+	a := clockedCoordinator(t, m, clock, "a", period, "s0")
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
-	return m, a, storeCoordinator(t, m, "b", period), g, rec
+	return m, a, clockedCoordinator(t, m, clock, "b", period), g, rec
 }
 
 // TestLeaseRenewedByTheHeartbeatAlone: a held lease whose checkpoint stays
@@ -697,23 +704,22 @@ func holderAndWatcher(t *testing.T, period time.Duration) (*lease.Memory, *lease
 // lease only after that.
 func TestLeaseRenewedByTheHeartbeatAlone(t *testing.T) {
 	t.Parallel()
-	// Long enough that a loaded machine's stalls stay well within the
-	// slack between heartbeats (a third of it) and the lease period.
 	const period = 600 * time.Millisecond
-	m, a, b, g, rec := holderAndWatcher(t, period)
+	clock := newStepClock()
+	m, a, b, g, rec := holderAndWatcher(t, clock, period)
 	taken := itemOf(t, m, "s0")
 
 	step := func() {
-		time.Sleep(period / 6)
+		clock.advance(period / 6)
 		_ = a.Commit(t.Context())
 		b.Cycle(t.Context(), everyShard)
 	}
-	for end := time.Now().Add(3 * period); time.Now().Before(end); {
+	for end := clock.Now().Add(3 * period); clock.Now().Before(end); {
 		step()
 		if it := itemOf(t, m, "s0"); it.Counter != taken.Counter || it.Owner != "a" {
 			t.Fatalf("item %+v, want a's as taken (counter %d): an idle lease was written, or taken while its holder beat", it, taken.Counter)
 		}
-		if !g.Until().After(time.Now()) || rec.get() != nil {
+		if !g.Until().After(clock.Now()) || rec.get() != nil {
 			t.Fatalf("the reader may not hand out records (until %v, stopped %v) while the heartbeat succeeds", g.Until(), rec.get())
 		}
 	}
@@ -723,10 +729,10 @@ func TestLeaseRenewedByTheHeartbeatAlone(t *testing.T) {
 	m.Fail("Heartbeat", errors.New("injected: throttled"))
 	m.Fail("Beat", errors.New("injected: throttled"))
 	m.Fail("Hold", errors.New("injected: throttled"))
-	for end := time.Now().Add(3 * period); time.Now().Before(end); {
+	for end := clock.Now().Add(3 * period); clock.Now().Before(end); {
 		step()
 		if it := itemOf(t, m, "s0"); it.Owner == "b" {
-			if now := time.Now(); g.Until().After(now) {
+			if now := clock.Now(); g.Until().After(now) {
 				t.Fatalf("b took the lease while a's reader may hand out records until %v", g.Until())
 			}
 			// The reader stops at a's next commit, which fences the lease
@@ -832,11 +838,12 @@ func TestFleetStartingTogetherSplitsTheShardsAtOnce(t *testing.T) {
 func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m, a, b, g, rec := holderAndWatcher(t, period)
+	clock := newStepClock()
+	m, a, b, g, rec := holderAndWatcher(t, clock, period)
 	skipStartWait(b)
 	// a is paused: it writes nothing, while b watches.
-	for end := time.Now().Add(3 * period); time.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
-		time.Sleep(b.Cycle(t.Context(), everyShard))
+	for end := clock.Now().Add(3 * period); clock.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
+		clock.advance(b.Cycle(t.Context(), everyShard))
 	}
 	if it := itemOf(t, m, "s0"); it.Owner != "b" {
 		t.Fatalf("b did not take the lease of a paused holder: %+v", it)
@@ -846,7 +853,7 @@ func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
 	if st, held := a.book.stateOf("s0"); held && st == leaseHeld {
 		t.Fatal("the heartbeat of a woken holder revived a lease that had lapsed")
 	}
-	if g.Until().After(time.Now()) {
+	if g.Until().After(clock.Now()) {
 		t.Fatalf("the woken reader may hand out records until %v", g.Until())
 	}
 	if rec.get() == nil {
@@ -934,13 +941,13 @@ func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
 // ask.)
 func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	t.Parallel()
-	// On the wall clock: a lease period of 400 ms let a loaded CI machine
-	// (every package's tests under -race) stretch the steps below past its
-	// fractions, and the handover went to b once; a second gives every
-	// step two and a half times the room, and asserts the same.
+	// On the step clock: on the wall clock, a loaded CI machine (every
+	// package's tests under -race) stretched the steps below past their
+	// fractions of the lease period, and the handover went to b once.
 	const period = time.Second
+	clock := newStepClock()
 	m := lease.NewMemory()
-	a := storeCoordinator(t, m, "a", period, "s0")
+	a := clockedCoordinator(t, m, clock, "a", period, "s0")
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
 	g.Acked(pos(3))
@@ -954,18 +961,18 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	a.Cycle(t.Context(), everyShard)
 	beat()
 	a.Cycle(t.Context(), everyShard)
-	if !a.view.live(time.Now())["b"] {
+	if !a.view.live(clock.Now())["b"] {
 		t.Fatal("b is not live to a")
 	}
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "b", "nb"); err != nil { // b asks
 		t.Fatal(err)
 	}
-	asked := time.Now()
+	asked := clock.Now()
 	a.Cycle(t.Context(), everyShard) // the ask is seen; b not seen alive since: a reads on
 	if st, _ := a.book.stateOf("s0"); st != leaseHeld || rec.get() != nil {
 		t.Fatalf("lease %v, reader stopped with %v: want held and read on until b is seen alive after its ask", st, rec.get())
 	}
-	time.Sleep(period / 6)
+	clock.advance(period / 6)
 	beat()                           // b's last heartbeat: it crashes after it
 	a.Cycle(t.Context(), everyShard) // b alive since its ask: the reader stops
 	if st, _ := a.book.stateOf("s0"); st != leaseHandingOver || rec.get() == nil {
@@ -973,10 +980,11 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	}
 	// The reader's last batch is still in the output: it settles once
 	// release is closed.
-	release, stopped := make(chan struct{}), make(chan struct{})
+	release, waiting, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		g.Stopped(t.Context(), func(ctx context.Context) error {
+			close(waiting)
 			select {
 			case <-release:
 				return nil
@@ -985,6 +993,11 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 			}
 		})
 	}()
+	select {
+	case <-waiting:
+	case <-stopped:
+		t.Fatal("the stopped reader did not wait for its last batch")
+	}
 	bGone := func() bool {
 		for _, w := range m.Workers() {
 			if w.ID == "b" {
@@ -997,15 +1010,18 @@ func TestLeaseIsNotHandedToAnAskerKnownDead(t *testing.T) {
 	// twice more; the ask is decided meanwhile.
 	var goneAt time.Time
 	for after := 0; after < 2; {
-		time.Sleep(period / 6)
+		clock.advance(period / 6)
 		_ = a.Commit(t.Context())
+		if it := itemOf(t, m, "s0"); it.Owner == "b" {
+			t.Fatalf("a handed s0 to b, silent since %v before: %+v", clock.Now().Sub(asked)-period/6, it)
+		}
 		a.Cycle(t.Context(), everyShard)
 		if !goneAt.IsZero() {
 			after++
 		} else if bGone() {
-			goneAt = time.Now()
+			goneAt = clock.Now()
 		}
-		if time.Since(asked) > 5*period {
+		if clock.Now().Sub(asked) > 5*period {
 			t.Fatalf("b's presence not removed within 5 lease periods of its last heartbeat: %+v", m.Workers())
 		}
 	}
