@@ -882,18 +882,20 @@ func TestLeasePausedHolderIsNotRevivedByItsHeartbeat(t *testing.T) {
 func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
 	t.Parallel()
 	const period = 1200 * time.Millisecond
+	clock := newStepClock()
 	m := lease.NewMemory()
 	slow := &slowHeartbeats{Store: m}
-	a := storeCoordinator(t, slow, "a", period, "s0")
-	took := time.Now()
+	a := clockedCoordinator(t, slow, clock, "a", period, "s0")
+	took := clock.Now()
 	a.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, a, "s0")
-	b := storeCoordinator(t, m, "b", period) // sees a's item and worker now
+	b := clockedCoordinator(t, m, clock, "b", period)
 	skipStartWait(b)
+	b.Cycle(t.Context(), everyShard) // sees a's item and beat now
 
 	// Shortly before the lapse, a's commit sends its heartbeat, which stays
 	// in flight (a third of a lease period is its deadline).
-	time.Sleep(time.Until(took.Add(period - period/8)))
+	clock.advance(took.Add(period - period/8).Sub(clock.Now()))
 	entered, release := slow.holdNext()
 	done := make(chan error, 1)
 	go func() { done <- a.Commit(t.Context()) }()
@@ -901,19 +903,19 @@ func TestLeaseHeartbeatAnsweredAfterTheLapseRenewsNothing(t *testing.T) {
 
 	// b's scans show a's worker as it was: b counts the lease expired a
 	// lease period after it saw it, and takes it.
-	for end := time.Now().Add(period / 4); time.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
-		time.Sleep(10 * time.Millisecond)
+	for end := clock.Now().Add(period / 4); clock.Now().Before(end) && itemOf(t, m, "s0").Owner != "b"; {
+		clock.advance(10 * time.Millisecond)
 		b.Cycle(t.Context(), everyShard)
 	}
 	if it := itemOf(t, m, "s0"); it.Owner != "b" {
-		t.Skipf("b did not take the lease while a's heartbeat was in flight (slow machine): %+v", it)
+		t.Fatalf("b did not take the lease while a's heartbeat was in flight: %+v", it)
 	}
 	close(release) // the heartbeat lands, after b's take
 	if err := <-done; err != nil {
 		t.Fatalf("a's commit: %v", err)
 	}
 
-	now := time.Now()
+	now := clock.Now()
 	if st, held := a.book.stateOf("s0"); held && st == leaseHeld {
 		t.Errorf("a's lease of s0 is %v after b took it (a heartbeat answered after the lapse revived it)", st)
 	}
