@@ -10,7 +10,8 @@ import (
 // stepClock is a Clock that stands still until the test moves it on: for
 // tests of what the coordinators decide, driven turn by turn from the test,
 // where how long a loaded machine (-race, other tests in parallel) takes
-// over a turn must not age the leases and beats the turn reads. A sleep
+// over a turn must not age the leases and beats the turn reads. A reading
+// moves it on by a microsecond (see Now); a sleep
 // moves it on by its duration (only the test's one goroutine sleeps on
 // it), and a deadline set on it (WithTimeout) passes when the clock is
 // moved past it.
@@ -27,9 +28,13 @@ type stepDeadline struct {
 
 func newStepClock() *stepClock { return &stepClock{t: time.Unix(1_800_000_000, 0)} }
 
+// Now reads the clock, which moves it on by a microsecond: two readings
+// are never equal, as on a real clock, where a table call is answered
+// after it was sent and the next one sent after that answer.
 func (c *stepClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Microsecond)
 	return c.t
 }
 

@@ -32,13 +32,14 @@ import (
 func TestLeaseNewProcessOfAPausedOnesNameWaitsForItsLeasesToExpire(t *testing.T) {
 	t.Parallel()
 	const period = 600 * time.Millisecond
+	clock := newStepClock()
 	m := lease.NewMemory()
-	old := storeCoordinator(t, m, "same", period, "s0")
+	old := clockedCoordinator(t, m, clock, "same", period, "s0")
 	old.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, old, "s0")
 	// old is paused from here on: it writes nothing.
 
-	lc := newLeaseCoordination(m, Options{InstanceID: "same", LeasePeriod: period, StealLimit: 4})
+	lc := newLeaseCoordination(m, Options{InstanceID: "same", LeasePeriod: period, StealLimit: 4, Clock: clock})
 	newer := lc.stream(testStream(service.MockResources()), coord.NewPositions(checkpoint.Stream{}))
 	first, err := newer.Load(t.Context()) // watches the old item for a lease period
 	if err != nil {
@@ -47,10 +48,10 @@ func TestLeaseNewProcessOfAPausedOnesNameWaitsForItsLeasesToExpire(t *testing.T)
 	if err := newer.Pin(t.Context(), []coord.Shard{{ID: "s0", StartSeq: "1"}}, first.Start, first.Due); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(3 * period); ; {
-		time.Sleep(newer.Cycle(t.Context(), everyShard))
+	for end := clock.Now().Add(3 * period); ; {
+		clock.advance(newer.Cycle(t.Context(), everyShard))
 		g2, ok := newer.Acquire("s0", func(error) {})
-		now := time.Now()
+		now := clock.Now()
 		if ok && g.Until().After(now) {
 			t.Fatalf("the new process reads s0 from %v while the paused one's reader may hand out records of it until %v (%v from now; stopped: %v)",
 				g2.Start().Position, g.Until().Format(time.RFC3339Nano), g.Until().Sub(now).Round(time.Millisecond), rec.get())

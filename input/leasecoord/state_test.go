@@ -188,8 +188,9 @@ func beatAlive(t *testing.T, m *lease.Memory, by string, watchers ...*leaseCoord
 func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
+	clock := newStepClock()
 	m := lease.NewMemory()
-	c := storeCoordinator(t, m, "solo", period, "s0")
+	c := clockedCoordinator(t, m, clock, "solo", period, "s0")
 	c.Cycle(t.Context(), everyShard)
 	g, rec := mustGrant(t, c, "s0")
 	g.Acked(pos(5))
@@ -198,7 +199,7 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 	}
 
 	m.FailAll(errors.New("injected: connection refused"))
-	time.Sleep(period)
+	clock.advance(period)
 	_ = c.Commit(t.Context())
 	if st, _ := c.book.stateOf("s0"); st != leaseFenced {
 		t.Fatalf("lease %v after a lease period without renewal, want fenced", st)
@@ -206,7 +207,7 @@ func TestLeaseFencedThenRenewedResumesAfterLastAck(t *testing.T) {
 	if !errors.Is(rec.get(), errLeaseExpired) {
 		t.Fatalf("reader stopped with %v, want %v", rec.get(), errLeaseExpired)
 	}
-	if !g.Until().Before(time.Now()) {
+	if !g.Until().Before(clock.Now()) {
 		t.Fatal("a fenced reader may still hand out records")
 	}
 	g.Acked(pos(7)) // handed out before the fence, acknowledged after it
@@ -296,17 +297,18 @@ func TestLeaseHandoverWritesTheLastAckOnceSettled(t *testing.T) {
 func TestLeaseAskOfADeadInstanceIsCleared(t *testing.T) {
 	t.Parallel()
 	const period = 200 * time.Millisecond
+	clock := newStepClock()
 	m := lease.NewMemory()
 	if err := m.Heartbeat(t.Context(), testARN, "dead", lease.Presence{Nonce: "nd"}, true); err != nil {
 		t.Fatal(err)
 	}
-	c := storeCoordinator(t, m, "a", period, "s0")
+	c := clockedCoordinator(t, m, clock, "a", period, "s0")
 	skipStartWait(c)
 	c.Cycle(t.Context(), everyShard)
 	if err := m.Ask(t.Context(), itemOf(t, m, "s0"), "dead", "nd"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(period)
+	clock.advance(period)
 	c.Cycle(t.Context(), everyShard) // sees the ask of an instance dead for a period
 	if err := c.Commit(t.Context()); err != nil {
 		t.Fatal(err)
@@ -401,6 +403,7 @@ func TestLeaseEndReleasesAndCountsForChildren(t *testing.T) {
 func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
+	clock := newStepClock()
 	m := lease.NewMemory()
 	for i := range 50 {
 		if err := m.Heartbeat(t.Context(), testARN, fmt.Sprintf("crashed-%d", i), lease.Presence{Nonce: "n"}, true); err != nil {
@@ -411,20 +414,19 @@ func TestStaleWorkerItemsDoNotShrinkTheShare(t *testing.T) {
 	for i := range 10 {
 		shards = append(shards, fmt.Sprintf("shardId-%012d", i))
 	}
-	c := storeCoordinator(t, m, "me", period, shards...)
+	c := clockedCoordinator(t, m, clock, "me", period, shards...)
 	// Just started, it waits for the instances it sees for the first time
 	// to move: half a lease period at most.
-	start := time.Now()
 	c.Cycle(t.Context(), everyShard)
-	if n := c.book.count(); n != 0 && time.Since(start) < period/2 {
+	if n := c.book.count(); n != 0 {
 		t.Fatalf("just started next to 50 worker items that did not move yet, it took %d shards at once", n)
 	}
-	time.Sleep(time.Until(start.Add(period/2 + period/10)))
+	clock.advance(period/2 + period/10)
 	c.Cycle(t.Context(), everyShard)
 	if n := c.book.count(); n != 10 {
 		t.Fatalf("alone next to 50 stale worker items, it took %d of 10 free shards half a lease period after its start", n)
 	}
-	time.Sleep(period)
+	clock.advance(period)
 	c.Cycle(t.Context(), everyShard)
 	if ws := m.Workers(); len(ws) != 1 || ws[0].ID != "me" {
 		t.Fatalf("worker items after a lease period: %d, want only me's", len(ws))

@@ -22,10 +22,11 @@ import (
 func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m, a, b := handOverToFailingScans(t, period, false)
-	handed := time.Now()
-	for time.Since(handed) < 3*period {
-		time.Sleep(period / 6)
+	clock := newStepClock()
+	m, a, b := handOverToFailingScans(t, clock, period, false)
+	handed := clock.Now()
+	for clock.Now().Sub(handed) < 3*period {
+		clock.advance(period / 6)
 		_ = a.Commit(t.Context())
 		a.Cycle(t.Context(), everyShard)
 		_ = b.Commit(t.Context()) // b's heartbeat succeeds
@@ -38,7 +39,7 @@ func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 	}
 	if it := itemOf(t, m, "s0"); !aHolds {
 		t.Errorf("s0 unread for %v (%.1f lease periods) since its handover: owned by b in the table (%+v), in neither book, and not expired to a",
-			time.Since(handed).Round(time.Millisecond), float64(time.Since(handed))/float64(period), it)
+			clock.Now().Sub(handed).Round(time.Millisecond), float64(clock.Now().Sub(handed))/float64(period), it)
 	}
 }
 
@@ -50,7 +51,7 @@ func TestLeaseHandedOverAndNotTakenUpExpires(t *testing.T) {
 func TestLeaseAskedForIsTakenUpWhileScansFail(t *testing.T) {
 	t.Parallel()
 	const period = 300 * time.Millisecond
-	m, _, b := handOverToFailingScans(t, period, true)
+	m, _, b := handOverToFailingScans(t, newStepClock(), period, true)
 	b.Cycle(t.Context(), everyShard) // its scan fails
 	if _, bHolds := b.book.stateOf("s0"); !bHolds {
 		t.Fatalf("b did not take up s0, handed to it, while its scans failed: %+v", itemOf(t, m, "s0"))
@@ -124,22 +125,22 @@ func TestLeaseAskerProvedAliveOnlyAsOfTheReadItMovedSince(t *testing.T) {
 // handOverToFailingScans has a, holding s0, hand it over to b, which asked
 // for it (remembering its ask when remembered is set) and whose scans fail
 // from just before its ask on, while its heartbeats succeed.
-func handOverToFailingScans(t *testing.T, period time.Duration, remembered bool) (*lease.Memory, *leaseCoordinator, *leaseCoordinator) {
+func handOverToFailingScans(t *testing.T, clock *stepClock, period time.Duration, remembered bool) (*lease.Memory, *leaseCoordinator, *leaseCoordinator) {
 	t.Helper()
 	m := lease.NewMemory()
-	a := storeCoordinator(t, m, "a", period, "s0")
+	a := clockedCoordinator(t, m, clock, "a", period, "s0")
 	skipStartWait(a)
 	a.Cycle(t.Context(), everyShard)
 	g, _ := mustGrant(t, a, "s0")
 	bt := &failingScans{Store: m}
-	b := storeCoordinator(t, bt, "b", period)
+	b := clockedCoordinator(t, bt, clock, "b", period)
 	// b lives, as a sees: two heartbeats a scan apart.
 	for range 2 {
-		time.Sleep(period / 3)
+		clock.advance(period / 3)
 		_ = b.Commit(t.Context())
 		a.Cycle(t.Context(), everyShard)
 	}
-	if !a.view.live(time.Now())["b"] {
+	if !a.view.live(clock.Now())["b"] {
 		t.Fatal("b is not alive to a")
 	}
 	bt.fail.Store(true)
@@ -148,10 +149,10 @@ func handOverToFailingScans(t *testing.T, period time.Duration, remembered bool)
 		t.Fatal(err)
 	}
 	if remembered {
-		b.view.setAsked("s0", time.Now(), "count")
+		b.view.setAsked("s0", clock.Now(), "count")
 	}
 	a.Cycle(t.Context(), everyShard) // a sees the ask
-	time.Sleep(period / 3)
+	clock.advance(period / 3)
 	_ = b.Commit(t.Context())        // b alive since its ask (its heartbeat succeeds)
 	a.Cycle(t.Context(), everyShard) // its reader stops
 	g.Stopped(t.Context(), settledNow)
