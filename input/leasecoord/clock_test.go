@@ -11,10 +11,9 @@ import (
 // tests of what the coordinators decide, driven turn by turn from the test,
 // where how long a loaded machine (-race, other tests in parallel) takes
 // over a turn must not age the leases and beats the turn reads. A reading
-// moves it on by a microsecond (see Now); a sleep
-// moves it on by its duration (only the test's one goroutine sleeps on
-// it), and a deadline set on it (WithTimeout) passes when the clock is
-// moved past it.
+// moves it on by a microsecond (see Now), a sleep by its duration (only
+// the test's one goroutine sleeps on it), and a deadline set on it
+// (WithTimeout) passes when the clock is moved past it.
 type stepClock struct {
 	mu        sync.Mutex
 	t         time.Time
